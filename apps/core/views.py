@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from django import forms
+from django.conf import settings
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.shortcuts import redirect
+from django.views.decorators.http import require_GET
+
+from apps.core.errors import ApplicationError
+
+T = TypeVar("T")
+
+
+def call_service(form: forms.Form, service: Callable[..., T], **kwargs) -> T | None:
+    """Run a service for a page; its ApplicationError becomes the form's error (the one place pages do this)."""
+    try:
+        return service(**kwargs)
+    except ApplicationError as exc:
+        form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        return None
+
+
+def home(request: HttpRequest):
+    return redirect("workspace_list" if request.user.is_authenticated else "login")
+
+
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    redis_state = _check_redis()
+    # Without the broker a worker ping could only hang on reconnects.
+    worker_state = _check_worker() if redis_state["ok"] else {"ok": False, "workers": 0, "error": "broker unreachable"}
+    checks = {"database": _check_database(), "redis": redis_state, "worker": worker_state}
+    healthy = all(c["ok"] for c in checks.values())
+    return JsonResponse({"status": "ok" if healthy else "unavailable", **checks}, status=200 if healthy else 503)
+
+
+def _check_database() -> dict:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+        return {"ok": row is not None, "pgvector": row[0] if row else None}
+    except Exception as exc:  # any failure to reach the database is "down", with its class for people
+        return {"ok": False, "error": exc.__class__.__name__}
+
+
+def _check_redis() -> dict:
+    import redis
+
+    try:
+        redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1).ping()
+        return {"ok": True}
+    except redis.exceptions.RedisError as exc:
+        return {"ok": False, "error": exc.__class__.__name__}
+
+
+def _check_worker() -> dict:
+    from trustrag_site.celery import app
+
+    try:
+        replies = app.control.ping(timeout=settings.WORKER_PING_TIMEOUT_S)
+    except Exception as exc:  # the broker being down surfaces here as a kombu/redis error
+        return {"ok": False, "workers": 0, "error": exc.__class__.__name__}
+    return {"ok": bool(replies), "workers": len(replies)}

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from celery import shared_task
+
+from apps.documents import services
+from apps.workspaces.models import Workspace
+
+
+@shared_task(acks_late=True)
+def ingest_document(workspace_id: str, document_id: str) -> str:
+    workspace = Workspace.objects.filter(pk=workspace_id).first()
+    if workspace is None:
+        return "workspace gone"
+    try:
+        document = services.document_ingest(workspace=workspace, document_id=document_id)
+    except Exception as exc:
+        services.document_mark_failed(
+            workspace=workspace, document_id=document_id, message=f"Ingestion failed ({exc.__class__.__name__}): {exc}"
+        )
+        raise
+    return "skipped" if document is None else document.status

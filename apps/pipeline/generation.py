@@ -1,0 +1,45 @@
+"""The local extractive provider: answers only with sentences of the retrieved sources.
+
+Deterministic and always available, so the product works offline and with no keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from rapidfuzz import fuzz
+
+from apps.pipeline.text import sentence_spans
+from apps.pipeline.types import Answer, Candidate, Claim
+
+INSUFFICIENT = "I do not have sufficient information in this workspace's documents to answer that."
+
+
+@dataclass(frozen=True)
+class ExtractiveParams:
+    max_claims: int = 3
+    min_similarity: float = 0.35
+    duplicate_ratio: float = 85.0
+    max_sentence_chars: int = 600
+
+
+def local_extractive_answer(question_vector: np.ndarray, sources: list[Candidate], embedder, params: ExtractiveParams) -> Answer:
+    sentences = [(index, s) for index, c in enumerate(sources, 1) for s in _sentences(c.text, params.max_sentence_chars)]
+    if not sentences:
+        return Answer(text=INSUFFICIENT, claims=(), insufficient=True, provider="local")
+    similarities = embedder.embed([s for _, s in sentences]) @ question_vector
+    chosen: list[Claim] = []
+    for position in np.argsort(-similarities, kind="stable"):
+        if similarities[position] < params.min_similarity or len(chosen) == params.max_claims:
+            break
+        index, sentence = sentences[position]
+        if not any(fuzz.ratio(sentence, c.quote) >= params.duplicate_ratio for c in chosen):
+            chosen.append(Claim(text=sentence, source=index, quote=sentence))
+    if not chosen:
+        return Answer(text=INSUFFICIENT, claims=(), insufficient=True, provider="local")
+    return Answer(text=" ".join(c.text for c in chosen), claims=tuple(chosen), insufficient=False, provider="local")
+
+
+def _sentences(text: str, max_chars: int) -> list[str]:
+    return [text[s.start : s.end] for s in sentence_spans(text) if s.end - s.start <= max_chars]

@@ -1,0 +1,106 @@
+"""Hybrid retrieval: one SQL statement, both legs scoped to the workspace, fused by weighted RRF."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from apps.pipeline.types import Candidate
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    dense_k: int = 10
+    keyword_k: int = 10
+    rrf_k: int = 60
+    dense_weight: float = 1.0
+    keyword_weight: float = 1.0
+    ef_search: int = 100
+
+
+HYBRID_SQL = """
+WITH dense AS (
+    SELECT d.id, 1 - d.distance AS score, row_number() OVER (ORDER BY d.distance, d.id) AS rank
+    FROM (
+        SELECT id, embedding <=> %(qvec)s::vector AS distance
+        FROM documents_chunk
+        WHERE workspace_id = %(workspace)s
+        ORDER BY embedding <=> %(qvec)s::vector
+        LIMIT %(dense_k)s
+    ) d
+),
+keyword AS (
+    SELECT k.id, k.score, row_number() OVER (ORDER BY k.score DESC, k.id) AS rank
+    FROM (
+        SELECT c.id, ts_rank_cd(c.search_vector, q.query) AS score
+        FROM documents_chunk c, to_tsquery('english', %(tsquery)s) AS q(query)
+        WHERE c.workspace_id = %(workspace)s AND c.search_vector @@ q.query
+        ORDER BY score DESC
+        LIMIT %(keyword_k)s
+    ) k
+),
+fused AS (
+    SELECT coalesce(d.id, k.id) AS id,
+           d.rank AS dense_rank, d.score AS dense_score,
+           k.rank AS keyword_rank, k.score AS keyword_score,
+           coalesce(%(dense_weight)s / (%(rrf_k)s + d.rank), 0)
+             + coalesce(%(keyword_weight)s / (%(rrf_k)s + k.rank), 0) AS fused_score
+    FROM dense d FULL OUTER JOIN keyword k ON k.id = d.id
+)
+SELECT f.id, c.document_id, doc.title, c.ordinal, c.text, c.start_offset, c.end_offset,
+       f.dense_rank, f.dense_score, f.keyword_rank, f.keyword_score, f.fused_score
+FROM fused f
+JOIN documents_chunk c ON c.id = f.id AND c.workspace_id = %(workspace)s
+JOIN documents_document doc ON doc.id = c.document_id AND doc.workspace_id = %(workspace)s
+ORDER BY f.fused_score DESC, f.id
+"""
+
+
+def or_tsquery(question: str) -> str:
+    """Words of the question joined by OR, safe to hand to to_tsquery."""
+    return " | ".join(dict.fromkeys(word.lower() for word in _WORD.findall(question)))
+
+
+def vector_literal(vector) -> str:
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
+
+
+def hybrid_search(cursor, *, workspace_id, question: str, query_vector, params: RetrievalParams) -> list[Candidate]:
+    """Run inside a transaction: the HNSW settings are SET LOCAL so they end with it."""
+    cursor.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)", [str(params.ef_search)]
+    )
+    cursor.execute(
+        HYBRID_SQL,
+        {
+            "workspace": str(workspace_id),
+            "qvec": vector_literal(query_vector),
+            "tsquery": or_tsquery(question),
+            "dense_k": params.dense_k,
+            "keyword_k": params.keyword_k,
+            "rrf_k": float(params.rrf_k),
+            "dense_weight": params.dense_weight,
+            "keyword_weight": params.keyword_weight,
+        },
+    )
+    return [_candidate(row) for row in cursor.fetchall()]
+
+
+def _candidate(row) -> Candidate:
+    chunk_id, document_id, title, ordinal, text, start, end, d_rank, d_score, k_rank, k_score, fused = row
+    return Candidate(
+        chunk_id=str(chunk_id),
+        document_id=str(document_id),
+        document_title=title,
+        ordinal=ordinal,
+        text=text,
+        start=start,
+        end=end,
+        dense_rank=d_rank,
+        dense_score=None if d_score is None else float(d_score),
+        keyword_rank=k_rank,
+        keyword_score=None if k_score is None else float(k_score),
+        fused_score=float(fused),
+    )

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+from apps.queries.models import QueryMode
+
+
+class AskForm(forms.Form):
+    question = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Ask a question about this workspace's documents"}),
+        max_length=settings.QUESTION_MAX_CHARS,
+    )
+    mode = forms.ChoiceField(choices=QueryMode.choices, initial=QueryMode.VERIFIED)

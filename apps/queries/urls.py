@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from apps.queries import views
+
+urlpatterns = [
+    path("ask/", views.ask, name="ask"),
+    path("answers/<uuid:run_id>/", views.answer, name="answer"),
+]

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Workspace(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=60, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Role(models.TextChoices):
+    OWNER = "owner", "Owner"
+    ADMIN = "admin", "Admin"
+    MEMBER = "member", "Member"
+    VIEWER = "viewer", "Viewer"
+
+
+ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
+
+
+class Membership(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "user"], name="membership_unique_user_per_workspace"),
+            models.CheckConstraint(condition=models.Q(role__in=Role.values), name="membership_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.workspace} ({self.role})"
+
+    def has_role(self, role: str) -> bool:
+        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
+
+    @property
+    def can_manage(self) -> bool:
+        return self.has_role(Role.ADMIN)
+
+    @property
+    def can_write(self) -> bool:
+        return self.has_role(Role.MEMBER)
+
+
+class WorkspaceSettings(models.Model):
+    """Per-workspace pipeline thresholds. Later issues add fields; defaults follow the design."""
+
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, related_name="settings", primary_key=True)
+    chunk_size = models.PositiveIntegerField(default=800)
+    chunk_overlap = models.PositiveIntegerField(default=120)
+    dense_k = models.PositiveIntegerField(default=10)
+    keyword_k = models.PositiveIntegerField(default=10)
+    rrf_k = models.PositiveIntegerField(default=60)
+    dense_weight = models.FloatField(default=1.0)
+    keyword_weight = models.FloatField(default=1.0)
+    locator_threshold = models.FloatField(default=90.0)
+    answer_max_claims = models.PositiveIntegerField(default=3)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=models.Q(chunk_overlap__lt=models.F("chunk_size")), name="settings_overlap_below_size"),
+            models.CheckConstraint(condition=models.Q(locator_threshold__gte=0, locator_threshold__lte=100), name="settings_locator_0_100"),
+        ]
+
+    def __str__(self) -> str:
+        return f"settings of {self.workspace_id}"

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from apps.core.errors import ApplicationError
+from apps.core.tenancy import workspace_view
+from apps.core.views import call_service
+from apps.workspaces import services
+from apps.workspaces.forms import MemberAddForm, MemberRoleForm, WorkspaceCreateForm
+from apps.workspaces.models import Role
+from apps.workspaces.selectors import membership_list, membership_list_for_user
+
+
+@login_required
+def workspace_list(request):
+    form = WorkspaceCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        workspace = call_service(form, services.workspace_create, actor=request.user, **form.cleaned_data)
+        if workspace is not None:
+            messages.success(request, f"Workspace “{workspace.name}” created; you are its owner.")
+            return redirect("ask", slug=workspace.slug)
+    memberships = membership_list_for_user(user=request.user)
+    return render(request, "workspaces/list.html", {"memberships": memberships, "form": form}, status=400 if form.errors else 200)
+
+
+@workspace_view()
+def workspace_home(request):
+    return redirect("ask", slug=request.workspace.slug)
+
+
+@workspace_view(write=Role.ADMIN)
+def members(request):
+    form = MemberAddForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        added = call_service(form, services.membership_add, workspace=request.workspace, actor=request.membership, **form.cleaned_data)
+        if added is not None:
+            messages.success(request, f"{added.user.username} added as {added.get_role_display().lower()}.")
+            return redirect("members", slug=request.workspace.slug)
+    context = {"form": form, "members": membership_list(workspace=request.workspace), "roles": Role.choices}
+    return render(request, "workspaces/members.html", context, status=400 if form.errors else 200)
+
+
+@require_POST
+@workspace_view(write=Role.ADMIN)
+def member_role(request, membership_id):
+    form = MemberRoleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose a valid role.")
+    else:
+        _run_member_action(
+            request, services.membership_change_role, membership_id=membership_id, role=form.cleaned_data["role"], done="Role changed."
+        )
+    return redirect("members", slug=request.workspace.slug)
+
+
+@require_POST
+@workspace_view(write=Role.ADMIN)
+def member_remove(request, membership_id):
+    _run_member_action(request, services.membership_remove, membership_id=membership_id, done="Member removed.")
+    return redirect("members", slug=request.workspace.slug)
+
+
+def _run_member_action(request, service, *, done: str, **kwargs) -> None:
+    try:
+        service(workspace=request.workspace, actor=request.membership, **kwargs)
+    except ApplicationError as exc:
+        if exc.status == 403:
+            raise PermissionDenied(exc.message) from None
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, done)

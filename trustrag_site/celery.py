@@ -3,9 +3,23 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trustrag_site.settings")
 
 app = Celery("trustrag")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_ready.connect
+def _warm_embedder(**_):
+    # Load the embedding model while the worker waits for its first task.
+    import threading
+
+    from django.conf import settings
+
+    from apps.pipeline.embedding import get_embedder
+
+    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    threading.Thread(target=lambda: embedder.model, name="embedder-warmup", daemon=True).start()

@@ -1,0 +1,122 @@
+"""Shared fixtures: the personas of two workspaces and a real Celery worker.
+
+The worker is a subprocess on the real Redis broker of `make test`, talking to
+the same test database; tests that need it use `transactional_db` so that what
+they write is committed and visible to it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from rest_framework.authtoken.models import Token
+
+from apps.workspaces.models import Membership, Role, Workspace
+from tests.factories import PASSWORD, MembershipFactory, UserFactory, WorkspaceFactory
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Personas:
+    workspace_a: Workspace
+    workspace_b: Workspace
+    owner: Membership
+    admin: Membership
+    member: Membership
+    viewer: Membership
+    owner_b: Membership
+
+    def client(self, who: str) -> Client:
+        client = Client()
+        client.force_login(getattr(self, who).user)
+        return client
+
+    def token(self, who: str) -> str:
+        return Token.objects.get_or_create(user=getattr(self, who).user)[0].key
+
+
+@pytest.fixture
+def personas(db) -> Personas:
+    a = WorkspaceFactory(name="Acme Research", slug="acme")
+    b = WorkspaceFactory(name="Beta Labs", slug="beta")
+    return Personas(
+        workspace_a=a,
+        workspace_b=b,
+        owner=MembershipFactory(workspace=a, user=UserFactory(username="olivia"), role=Role.OWNER),
+        admin=MembershipFactory(workspace=a, user=UserFactory(username="adam"), role=Role.ADMIN),
+        member=MembershipFactory(workspace=a, user=UserFactory(username="mia"), role=Role.MEMBER),
+        viewer=MembershipFactory(workspace=a, user=UserFactory(username="victor"), role=Role.VIEWER),
+        owner_b=MembershipFactory(workspace=b, user=UserFactory(username="oscar"), role=Role.OWNER),
+    )
+
+
+@pytest.fixture
+def password() -> str:
+    return PASSWORD
+
+
+def _database_url() -> str:
+    db = settings.DATABASES["default"]
+    return f"postgresql://{db['USER']}:{db['PASSWORD']}@/{db['NAME']}?host={db['HOST']}"
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker):
+    """A real `celery worker` process for the whole session, on the test database."""
+    env = os.environ | {
+        "DATABASE_URL": _database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "SECRET_KEY": settings.SECRET_KEY,
+        "MEDIA_ROOT": str(settings.MEDIA_ROOT),
+        "DJANGO_SETTINGS_MODULE": "trustrag_site.settings",
+    }
+    log = open(settings.VAR_DIR / "test-worker.log", "w")  # noqa: SIM115 - closed at teardown
+    cmd = [sys.executable, "-m", "celery", "-A", "trustrag_site", "worker", "--pool", "threads", "--concurrency", "2", "--loglevel", "INFO"]
+    process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    _purge_queue()
+    _wait_for_worker(process)
+    yield process
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    log.close()
+
+
+def _purge_queue() -> None:
+    from trustrag_site.celery import app
+
+    app.control.purge()
+
+
+def _wait_for_worker(process: subprocess.Popen) -> None:
+    from trustrag_site.celery import app
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the test worker exited with {process.returncode}; see {settings.VAR_DIR / 'test-worker.log'}")
+        if app.control.ping(timeout=0.5):
+            return
+    raise RuntimeError("the test worker did not answer a ping within 60 s")
+
+
+def wait_until(predicate, *, timeout: float = 60.0, interval: float = 0.2, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")

@@ -1,0 +1,112 @@
+"""Every page and endpoint, walked as an outsider, a viewer and an anonymous user."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from apps.documents.models import Document
+from apps.queries.models import QueryRun
+
+
+@pytest.fixture
+def objects(personas):
+    a = personas.workspace_a
+    run = QueryRun.objects.create(workspace=a, question="What is in A?", status="done", answer="Secret of A")
+    doc = Document.objects.create(workspace=a, title="a-notes", filename="a-notes.txt", size_bytes=1, sha256="0" * 64, file="x")
+    return {"run": run, "doc": doc, "membership": personas.member}
+
+
+def page_urls(p, o) -> list[tuple[str, str]]:
+    slug = p.workspace_a.slug
+    return [
+        ("get", reverse("workspace_home", args=[slug])),
+        ("get", reverse("ask", args=[slug])),
+        ("post", reverse("ask", args=[slug])),
+        ("get", reverse("answer", args=[slug, o["run"].pk])),
+        ("get", reverse("documents", args=[slug])),
+        ("post", reverse("documents", args=[slug])),
+        ("get", reverse("members", args=[slug])),
+        ("post", reverse("members", args=[slug])),
+        ("post", reverse("member_role", args=[slug, o["membership"].pk])),
+        ("post", reverse("member_remove", args=[slug, o["membership"].pk])),
+    ]
+
+
+def api_urls(p, o) -> list[tuple[str, str]]:
+    ws = p.workspace_a.pk
+    return [
+        ("get", reverse("api_queries", args=[ws])),
+        ("post", reverse("api_queries", args=[ws])),
+        ("get", reverse("api_query", args=[ws, o["run"].pk])),
+        ("get", reverse("api_documents", args=[ws])),
+        ("post", reverse("api_documents", args=[ws])),
+        ("get", reverse("api_document", args=[ws, o["doc"].pk])),
+    ]
+
+
+def test_outsider_gets_404_on_every_page_of_another_workspace(personas, objects):
+    client = personas.client("owner_b")
+    for method, url in page_urls(personas, objects):
+        response = getattr(client, method)(url)
+        assert response.status_code == 404, (method, url, response.status_code)
+
+
+def test_outsider_gets_404_on_every_api_endpoint_of_another_workspace(personas, objects):
+    client = personas.client("owner_b")
+    headers = {"HTTP_AUTHORIZATION": f"Token {personas.token('owner_b')}"}
+    for method, url in api_urls(personas, objects):
+        response = getattr(client, method)(url, **headers)
+        assert response.status_code == 404, (method, url, response.status_code)
+        assert response.json()["error"]["code"] == "not_found"
+
+
+def test_anonymous_user_is_sent_to_login_from_every_page(personas, objects, client):
+    for method, url in page_urls(personas, objects):
+        response = getattr(client, method)(url)
+        assert response.status_code == 302, (method, url)
+        assert response["Location"].startswith(reverse("login")), (method, url)
+
+
+def test_anonymous_api_call_gets_401(personas, objects, client):
+    for method, url in api_urls(personas, objects):
+        response = getattr(client, method)(url)
+        assert response.status_code == 401, (method, url)
+        assert response.json()["error"]["code"] == "not_authenticated"
+
+
+def test_viewer_can_read_but_every_write_is_403(personas, objects):
+    client = personas.client("viewer")
+    headers = {"HTTP_AUTHORIZATION": f"Token {personas.token('viewer')}"}
+    for method, url in page_urls(personas, objects):
+        response = getattr(client, method)(url)
+        expected = (200, 302) if method == "get" else (403,)
+        assert response.status_code in expected, (method, url, response.status_code)
+    for method, url in api_urls(personas, objects):
+        response = getattr(client, method)(url, **headers)
+        assert response.status_code == (200 if method == "get" else 403), (method, url, response.status_code)
+
+
+def test_object_of_one_workspace_is_404_through_the_url_of_another(personas, objects):
+    """owner_b is a real member of beta, but the run belongs to acme."""
+    client = personas.client("owner_b")
+    assert client.get(reverse("answer", args=["beta", objects["run"].pk])).status_code == 404
+    headers = {"HTTP_AUTHORIZATION": f"Token {personas.token('owner_b')}"}
+    assert client.get(reverse("api_query", args=[personas.workspace_b.pk, objects["run"].pk]), **headers).status_code == 404
+    assert client.get(reverse("api_document", args=[personas.workspace_b.pk, objects["doc"].pk]), **headers).status_code == 404
+
+
+def test_lists_show_only_the_callers_workspace(personas, objects):
+    client = personas.client("owner_b")
+    headers = {"HTTP_AUTHORIZATION": f"Token {personas.token('owner_b')}"}
+    body = client.get(reverse("api_queries", args=[personas.workspace_b.pk]), **headers).json()
+    assert body["count"] == 0
+    page = client.get(reverse("workspace_list")).content.decode()
+    assert "Beta Labs" in page
+    assert "Acme Research" not in page
+
+
+def test_unknown_workspace_slug_and_malformed_ids_are_404(personas):
+    client = personas.client("owner")
+    assert client.get("/w/no-such-place/ask/").status_code == 404
+    assert client.get("/w/acme/answers/not-a-uuid/").status_code == 404

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from django.urls import reverse
+
+from apps.workspaces.models import Membership, Role, Workspace, WorkspaceSettings
+
+
+def test_creator_of_a_workspace_becomes_its_owner(personas):
+    client = personas.client("member")
+    response = client.post(reverse("workspace_list"), {"name": "Field Notes"})
+    assert response.status_code == 302
+    workspace = Workspace.objects.get(slug="field-notes")
+    assert Membership.objects.get(workspace=workspace, user=personas.member.user).role == Role.OWNER
+    assert WorkspaceSettings.objects.filter(workspace=workspace).exists()
+    assert response["Location"] == reverse("ask", args=["field-notes"])
+
+
+def test_a_taken_slug_is_refused_with_a_message(personas):
+    response = personas.client("member").post(reverse("workspace_list"), {"name": "Another", "slug": "acme"})
+    assert response.status_code == 400
+    assert "is taken" in response.content.decode()
+    assert Workspace.objects.filter(slug="acme").count() == 1
+
+
+def test_a_name_without_letters_is_refused(personas):
+    response = personas.client("member").post(reverse("workspace_list"), {"name": "!!!"})
+    assert response.status_code == 400
+    assert "letter or digit" in response.content.decode()
+
+
+def test_switcher_lists_the_users_workspaces(personas):
+    page = personas.client("owner").get(reverse("ask", args=["acme"])).content.decode()
+    assert reverse("ask", args=["acme"]) in page
+    assert "Beta Labs" not in page
+
+
+def test_login_and_logout(personas, password, client):
+    response = client.post(reverse("login"), {"username": "olivia", "password": password})
+    assert response.status_code == 302
+    assert response["Location"] == reverse("workspace_list")
+    assert client.get(reverse("workspace_list")).status_code == 200
+    client.post(reverse("logout"))
+    assert client.get(reverse("workspace_list")).status_code == 302
+
+
+def test_wrong_password_is_refused(personas, client):
+    response = client.post(reverse("login"), {"username": "olivia", "password": "nope"})
+    assert response.status_code == 200
+    assert "correct username and password" in response.content.decode()

@@ -62,7 +62,8 @@ def _check_worker() -> dict:
     from trustrag_site.celery import app
 
     try:
-        replies = app.control.ping(timeout=settings.WORKER_PING_TIMEOUT_S)
+        with app.connection_for_write(settings.CELERY_BROKER_URL) as conn:
+            replies = app.control.ping(timeout=settings.WORKER_PING_TIMEOUT_S, connection=conn)
     except Exception as exc:  # the broker being down surfaces here as a kombu/redis error
         return {"ok": False, "workers": 0, "error": exc.__class__.__name__}
     return {"ok": bool(replies), "workers": len(replies)}

@@ -2,18 +2,18 @@
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.requirements.sha256
 TEST_ENV := TRUSTRAG_VAR_DIR=var/test EMBEDDED_REDIS_PORT=6391
 
-.PHONY: run test lint format install clean-var
+.PHONY: run test stop lint format install install-browser clean-var
 
 run: install
 	$(PY) manage.py serve
 
-test: install
+test: install install-browser
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS)
+	@$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
+	$(TEST_ENV) $(MAKE) --no-print-directory stop >/dev/null 2>&1; exit $$status
 
 lint: install
 	$(PY) -m ruff check .
@@ -28,6 +28,14 @@ format: install
 # torch goes first and alone: only that exact pin takes the CPU build on disk.
 install:
 	@sh scripts/install.sh "$(PYTHON)" "$(VENV)"
+
+install-browser:
+	@sh scripts/install-browser.sh
+
+# Stop the embedded Postgres and Redis that `make run` (or any manage.py command) started.
+stop:
+	$(PY) -c "import os, pathlib; from apps.core.embedded import stop_services; \
+	stop_services(pathlib.Path(os.environ.get('TRUSTRAG_VAR_DIR', 'var')).resolve(), int(os.environ.get('EMBEDDED_REDIS_PORT', '6390')))"
 
 clean-var:
 	rm -rf var/test

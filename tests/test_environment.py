@@ -59,3 +59,18 @@ def test_the_settings_start_with_valid_values():
     result = manage_check(DEBUG="false", UPLOAD_MAX_BYTES="1024")
     assert result.returncode == 0, result.stderr
     assert "no issues" in result.stdout
+
+
+def test_with_external_urls_nothing_embedded_starts(tmp_path, settings):
+    """Pointed at running servers, a command starts no Postgres or Redis of its own."""
+    db = settings.DATABASES["default"]
+    result = manage_check(
+        DATABASE_URL=f"postgresql://{db['USER']}@/{db['NAME']}?host={db['HOST']}",
+        REDIS_URL=settings.REDIS_URL,
+        SECRET_KEY="external-mode-test-key",
+        TRUSTRAG_VAR_DIR=str(tmp_path / "var"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert not (tmp_path / "var" / "postgres").exists()
+    assert not (tmp_path / "var" / "redis").exists()
+    assert not (tmp_path / "var" / "secret_key").exists()

@@ -20,6 +20,8 @@ INSUFFICIENT = "I do not have sufficient information in this workspace's documen
 class ExtractiveParams:
     max_claims: int = 3
     min_similarity: float = 0.35
+    # A sentence far less relevant than the best one is padding, not an answer.
+    relative_to_best: float = 0.8
     duplicate_ratio: float = 85.0
     max_sentence_chars: int = 600
 
@@ -30,8 +32,9 @@ def local_extractive_answer(question_vector: np.ndarray, sources: list[Candidate
         return Answer(text=INSUFFICIENT, claims=(), insufficient=True, provider="local")
     similarities = embedder.embed([s for _, s in sentences]) @ question_vector
     chosen: list[Claim] = []
+    floor = max(params.min_similarity, params.relative_to_best * float(similarities.max()))
     for position in np.argsort(-similarities, kind="stable"):
-        if similarities[position] < params.min_similarity or len(chosen) == params.max_claims:
+        if similarities[position] < floor or len(chosen) == params.max_claims:
             break
         index, sentence = sentences[position]
         if not any(fuzz.ratio(sentence, c.quote) >= params.duplicate_ratio for c in chosen):

@@ -14,3 +14,6 @@ def post_worker_init(worker):
 
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
     threading.Thread(target=lambda: embedder.model, name="embedder-warmup", daemon=True).start()
+
+
+control_socket_disable = True  # no ~/.gunicorn socket shared between instances

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rest_framework import exceptions, generics
+from rest_framework import exceptions, generics, mixins
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -26,6 +26,10 @@ class WorkspaceAPIView(generics.GenericAPIView):
         check_role(membership, self.read_role if request.method in SAFE_METHODS else self.write_role)
         request.workspace = membership.workspace
         request.membership = membership
+
+    def list(self, request):
+        """A paginated list of get_queryset(), which must be a workspace-scoped selector."""
+        return mixins.ListModelMixin.list(self, request)
 
     def get_serializer_context(self):
         return super().get_serializer_context() | {"workspace": getattr(self.request, "workspace", None)}

@@ -38,27 +38,11 @@ def env_bool(name: str, default: bool = False) -> bool:
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    value = _raw(name)
-    if value is None or value == "":
-        return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be an integer, got {value!r}") from None
-    _check_range(name, number, minimum, maximum)
-    return number
+    return _env_number(name, default, int, "an integer", minimum, maximum)
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None, maximum: float | None = None) -> float:
-    value = _raw(name)
-    if value is None or value == "":
-        return default
-    try:
-        number = float(value)
-    except ValueError:
-        raise ImproperlyConfigured(f"{name} must be a number, got {value!r}") from None
-    _check_range(name, number, minimum, maximum)
-    return number
+    return _env_number(name, default, float, "a number", minimum, maximum)
 
 
 def env_list(name: str, default: list[str]) -> list[str]:
@@ -101,6 +85,18 @@ def database_from_url(name: str, url: str) -> dict:
         "CONN_MAX_AGE": 60,
         "CONN_HEALTH_CHECKS": True,
     }
+
+
+def _env_number(name, default, cast, kind: str, minimum, maximum):
+    value = _raw(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = cast(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be {kind}, got {value!r}") from None
+    _check_range(name, number, minimum, maximum)
+    return number
 
 
 def _check_range(name: str, number: float, minimum: float | None, maximum: float | None) -> None:

@@ -27,8 +27,7 @@ class DocumentListCreateAPI(WorkspaceAPIView):
         return document_list(workspace=self.request.workspace)
 
     def get(self, request, workspace_id):
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(DocumentSerializer(page, many=True).data)
+        return self.list(request)
 
     def post(self, request, workspace_id):
         files = request.FILES.getlist("files")

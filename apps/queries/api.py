@@ -44,8 +44,7 @@ class QueryListCreateAPI(WorkspaceAPIView):
         return query_run_list(workspace=self.request.workspace)
 
     def get(self, request, workspace_id):
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(QueryRunSerializer(page, many=True).data)
+        return self.list(request)
 
     def post(self, request, workspace_id):
         incoming = AskSerializer(data=request.data)

@@ -69,19 +69,23 @@ def _database_url() -> str:
     return f"postgresql://{db['USER']}:{db['PASSWORD']}@/{db['NAME']}?host={db['HOST']}"
 
 
-@pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker):
-    """A real `celery worker` process for the whole session, on the test database."""
-    env = os.environ | {
+def worker_env() -> dict[str, str]:
+    """The environment of a worker process that shares this test session's database and broker."""
+    return os.environ | {
         "DATABASE_URL": _database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "SECRET_KEY": settings.SECRET_KEY,
         "MEDIA_ROOT": str(settings.MEDIA_ROOT),
         "DJANGO_SETTINGS_MODULE": "trustrag_site.settings",
     }
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker):
+    """A real `celery worker` process for the whole session, on the test database."""
     log = open(settings.VAR_DIR / "test-worker.log", "w")  # noqa: SIM115 - closed at teardown
     cmd = [sys.executable, "-m", "celery", "-A", "trustrag_site", "worker", "--pool", "threads", "--concurrency", "2", "--loglevel", "INFO"]
-    process = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(cmd, cwd=ROOT, env=worker_env(), stdout=log, stderr=subprocess.STDOUT)
     _purge_queue()
     _wait_for_worker(process)
     yield process

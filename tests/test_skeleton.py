@@ -133,9 +133,9 @@ def test_a_question_nothing_answers_is_refused_honestly(personas, celery_worker)
     assert "sufficient information" in personas.client("member").get(response["Location"]).content.decode()
 
 
-def test_a_file_that_is_not_utf8_text_fails_with_a_message(personas, celery_worker):
+def test_a_file_whose_content_is_not_what_its_name_says_fails_with_a_message(personas, celery_worker):
     client = personas.client("member")
-    client.post(reverse("documents", args=["acme"]), {"files": [SimpleUploadedFile("latin1.txt", "caf\xe9 cr\xe8me".encode("latin-1"))]})
+    client.post(reverse("documents", args=["acme"]), {"files": [SimpleUploadedFile("report.txt", b"%PDF-1.7\n" + b"\x00\x01garbage" * 50)]})
     failed = wait_until(lambda: Document.objects.filter(workspace=personas.workspace_a, status="failed").first(), what="the failure")
-    assert "not valid UTF-8" in failed.error
-    assert "not valid UTF-8" in client.get(reverse("documents", args=["acme"])).content.decode()
+    assert "does not match its extension" in failed.error
+    assert "does not match its extension" in client.get(reverse("documents", args=["acme"])).content.decode()

@@ -26,6 +26,9 @@ def page_urls(p, o) -> list[tuple[str, str]]:
         ("get", reverse("answer", args=[slug, o["run"].pk])),
         ("get", reverse("documents", args=[slug])),
         ("post", reverse("documents", args=[slug])),
+        ("post", reverse("documents_reindex_all", args=[slug])),
+        ("post", reverse("document_reindex", args=[slug, o["doc"].pk])),
+        ("post", reverse("document_delete", args=[slug, o["doc"].pk])),
         ("get", reverse("members", args=[slug])),
         ("post", reverse("members", args=[slug])),
         ("post", reverse("member_role", args=[slug, o["membership"].pk])),
@@ -42,6 +45,9 @@ def api_urls(p, o) -> list[tuple[str, str]]:
         ("get", reverse("api_documents", args=[ws])),
         ("post", reverse("api_documents", args=[ws])),
         ("get", reverse("api_document", args=[ws, o["doc"].pk])),
+        ("delete", reverse("api_document", args=[ws, o["doc"].pk])),
+        ("post", reverse("api_document_reindex", args=[ws, o["doc"].pk])),
+        ("post", reverse("api_documents_reindex", args=[ws])),
     ]
 
 
@@ -85,6 +91,7 @@ def test_viewer_can_read_but_every_write_is_403(personas, objects):
     for method, url in api_urls(personas, objects):
         response = getattr(client, method)(url, **headers)
         assert response.status_code == (200 if method == "get" else 403), (method, url, response.status_code)
+    assert Document.objects.filter(pk=objects["doc"].pk, status="queued").exists(), "nothing a viewer tried changed the document"
 
 
 def test_object_of_one_workspace_is_404_through_the_url_of_another(personas, objects):

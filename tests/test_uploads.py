@@ -36,7 +36,7 @@ def test_path_traversal_in_a_file_name_stays_inside_the_workspace_folder(persona
 @override_settings(UPLOAD_MAX_BYTES=10)
 def test_a_file_over_the_size_limit_is_refused(personas):
     response = post(personas.client("member"), SimpleUploadedFile("big.txt", b"x" * 11))
-    assert response.status_code == 400
+    assert response.status_code == 413
     assert "larger than" in response.content.decode()
     assert not Document.objects.exists()
 

@@ -33,6 +33,11 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
 UPLOAD_MAX_FILES = env_int("UPLOAD_MAX_FILES", 20, minimum=1)
+INGEST_MAX_UNZIPPED_BYTES = env_int("INGEST_MAX_UNZIPPED_BYTES", 200 * 1024 * 1024, minimum=1)
+INGEST_LEASE_S = env_int("INGEST_LEASE_S", 120, minimum=5)
+INGEST_MAX_ATTEMPTS = env_int("INGEST_MAX_ATTEMPTS", 3, minimum=1)
+INGEST_REQUEUE_QUEUED_AFTER_S = env_int("INGEST_REQUEUE_QUEUED_AFTER_S", 600, minimum=5)
+REAPER_INTERVAL_S = env_int("REAPER_INTERVAL_S", 60, minimum=1)
 QUESTION_MAX_CHARS = env_int("QUESTION_MAX_CHARS", 2000, minimum=10)
 WORKER_PING_TIMEOUT_S = env_float("WORKER_PING_TIMEOUT_S", 1.0, minimum=0.1)
 SECRET_KEY = env_str("SECRET_KEY", "")
@@ -69,6 +74,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULE = {
+    "reap-stuck-documents": {"task": "apps.documents.tasks.reap_stuck_documents", "schedule": float(REAPER_INTERVAL_S)},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -15,6 +15,12 @@ api_v1 = [
     path("workspaces/<uuid:workspace_id>/queries/<uuid:run_id>/", queries_api.QueryDetailAPI.as_view(), name="api_query"),
     path("workspaces/<uuid:workspace_id>/documents/", documents_api.DocumentListCreateAPI.as_view(), name="api_documents"),
     path("workspaces/<uuid:workspace_id>/documents/<uuid:document_id>/", documents_api.DocumentDetailAPI.as_view(), name="api_document"),
+    path(
+        "workspaces/<uuid:workspace_id>/documents/<uuid:document_id>/reindex/",
+        documents_api.DocumentReindexAPI.as_view(),
+        name="api_document_reindex",
+    ),
+    path("workspaces/<uuid:workspace_id>/documents/reindex/", documents_api.WorkspaceReindexAPI.as_view(), name="api_documents_reindex"),
 ]
 
 urlpatterns = [

@@ -21,6 +21,12 @@ def _upload_to(document: Document, filename: str) -> str:
     return f"workspaces/{document.workspace_id}/documents/{document.id}/{filename}"
 
 
+class DocumentKind(models.TextChoices):
+    PDF = "pdf", "PDF"
+    DOCX = "docx", "Word"
+    TEXT = "text", "Text"
+
+
 class Document(TenantModel):
     title = models.CharField(max_length=255)
     filename = models.CharField(max_length=255)
@@ -29,8 +35,17 @@ class Document(TenantModel):
     sha256 = models.CharField(max_length=64)
     status = models.CharField(max_length=12, choices=DocumentStatus.choices, default=DocumentStatus.QUEUED)
     error = models.TextField(blank=True)
+    kind = models.CharField(max_length=8, choices=DocumentKind.choices, blank=True)
     text = models.TextField(blank=True)
+    page_count = models.PositiveIntegerField(default=0)
     chunk_count = models.PositiveIntegerField(default=0)
+    # Progress of the running ingestion, in chunks embedded; 0/0 while the text is extracted.
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    # Set when a worker claims the document and refreshed as it makes progress: a
+    # claim whose heartbeat is older than the lease belongs to a dead worker.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -44,11 +59,21 @@ class Document(TenantModel):
     def __str__(self) -> str:
         return self.title
 
+    @property
+    def settled(self) -> bool:
+        return self.status in (DocumentStatus.READY, DocumentStatus.FAILED)
+
+    @property
+    def progress_percent(self) -> int:
+        return int(100 * self.progress_done / self.progress_total) if self.progress_total else 0
+
 
 class Chunk(TenantModel):
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
     ordinal = models.PositiveIntegerField()
     text = models.TextField()
+    first_page = models.PositiveIntegerField(default=1)
+    last_page = models.PositiveIntegerField(default=1)
     start_offset = models.PositiveIntegerField()
     end_offset = models.PositiveIntegerField()
     embedding = VectorField(dimensions=DIMENSIONS)
@@ -63,6 +88,7 @@ class Chunk(TenantModel):
         constraints = [
             models.UniqueConstraint(fields=["workspace", "document", "ordinal"], name="chunk_unique_ordinal"),
             models.CheckConstraint(condition=models.Q(end_offset__gt=models.F("start_offset")), name="chunk_offsets_ordered"),
+            models.CheckConstraint(condition=models.Q(last_page__gte=models.F("first_page")), name="chunk_pages_ordered"),
         ]
         indexes = [
             models.Index(fields=["workspace", "document"], name="chunk_ws_document"),

@@ -2,16 +2,21 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from datetime import timedelta
 from pathlib import PurePath
 
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
 
+from apps.audits.services import audit_event_record
 from apps.core.errors import ApplicationError
+from apps.core.tenancy import access
 from apps.documents.models import Chunk, Document, DocumentStatus
 from apps.pipeline.embedding import get_embedder
-from apps.pipeline.parsing import ParseError, check_supported, extract_text
+from apps.pipeline.parsing import Extracted, ParseError, check_supported, extract
 from apps.pipeline.text import chunk_text
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
@@ -19,22 +24,24 @@ from apps.workspaces.selectors import settings_get
 log = logging.getLogger(__name__)
 
 
-def document_create(*, workspace: Workspace, actor, filename: str, data: bytes) -> tuple[Document, bool]:
+def document_create_from_upload(*, workspace: Workspace, actor, upload) -> tuple[Document, bool]:
+    """An uploaded file, checked against the size limit before it is read into memory."""
+    if upload.size > settings.UPLOAD_MAX_BYTES:
+        raise _too_large(_safe_filename(upload.name))
+    return document_create(workspace=workspace, actor=actor, filename=upload.name, data=upload.read())
+
+
+def document_create(*, workspace: Workspace, actor, filename: str, data: bytes, enqueue: bool = True) -> tuple[Document, bool]:
     """Store an upload and queue its ingestion; the same content again returns the existing document."""
     filename = _safe_filename(filename)
     try:
         check_supported(filename)
     except ParseError as exc:
-        raise ApplicationError(str(exc), field="files") from None
+        raise ApplicationError(str(exc), code="unsupported_type", field="files") from None
     if len(data) > settings.UPLOAD_MAX_BYTES:
-        raise ApplicationError(
-            f"“{filename}” is larger than the {settings.UPLOAD_MAX_BYTES // (1024 * 1024)} MB limit.",
-            status=413,
-            code="too_large",
-            field="files",
-        )
+        raise _too_large(filename)
     if not data:
-        raise ApplicationError(f"“{filename}” is empty.", field="files")
+        raise ApplicationError(f"“{filename}” is empty.", code="empty", field="files")
     digest = hashlib.sha256(data).hexdigest()
     with transaction.atomic():
         existing = Document.objects.select_for_update().filter(workspace=workspace, sha256=digest).first()
@@ -50,39 +57,65 @@ def document_create(*, workspace: Workspace, actor, filename: str, data: bytes) 
         )
         document.file.save(filename, ContentFile(data), save=False)
         document.save()
-        _enqueue_ingest(document)
+        if enqueue:
+            _enqueue_ingest(document)
     return document, True
 
 
 def document_ingest(*, workspace: Workspace, document_id) -> Document | None:
-    """Extract, chunk, embed and index one queued document. Safe to run twice."""
-    claimed = Document.objects.filter(workspace=workspace, pk=document_id, status=DocumentStatus.QUEUED).update(
-        status=DocumentStatus.PROCESSING, error=""
-    )
-    if claimed != 1:
-        log.info("document %s is not queued; nothing to do", document_id)
+    """Extract, chunk, embed and index one document. Safe to run twice, or after a worker died."""
+    if not _claim(workspace, document_id):
+        log.info("document %s is not claimable (settled, or another worker holds it)", document_id)
         return None
     document = Document.objects.get(workspace=workspace, pk=document_id)
     try:
-        text = extract_text(document.filename, _read(document))
+        extracted = extract(document.filename, _read(document), max_unzipped_bytes=settings.INGEST_MAX_UNZIPPED_BYTES)
     except ParseError as exc:
         return _mark_failed(document, str(exc))
     options = settings_get(workspace=workspace)
-    drafts = chunk_text(text, size=options.chunk_size, overlap=options.chunk_overlap)
-    vectors = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE).embed([d.text for d in drafts])
-    with transaction.atomic():
-        Chunk.objects.filter(workspace=workspace, document=document).delete()
-        Chunk.objects.bulk_create(
-            Chunk(
-                workspace=workspace, document=document, ordinal=d.ordinal, text=d.text, start_offset=d.start, end_offset=d.end, embedding=v
-            )
-            for d, v in zip(drafts, vectors, strict=True)
-        )
-        document.text = text
-        document.chunk_count = len(drafts)
-        document.status = DocumentStatus.READY
-        document.save(update_fields=["text", "chunk_count", "status", "updated_at"])
+    drafts = chunk_text(extracted.text, size=options.chunk_size, overlap=options.chunk_overlap)
+    vectors = _embed_with_progress(document, [d.text for d in drafts])
+    _write_chunks(document, extracted, drafts, vectors)
+    document.refresh_from_db()
     return document
+
+
+def document_delete(*, workspace: Workspace, actor, document_id) -> None:
+    with transaction.atomic():
+        document = access(Document, workspace, document_id, Document.objects.select_for_update())
+        storage, name = document.file.storage, document.file.name
+        document.delete()
+        audit_event_record(
+            workspace=workspace,
+            actor=actor,
+            action="document.delete",
+            data={"document": str(document_id), "filename": document.filename, "sha256": document.sha256},
+        )
+        transaction.on_commit(lambda: storage.delete(name) if name else None)
+
+
+def document_reindex(*, workspace: Workspace, actor, document_id=None) -> int:
+    """Queue one document, or every settled document of the workspace, for ingestion again.
+
+    Chunks stay searchable until the new ones replace them in one transaction.
+    """
+    documents = Document.objects.filter(workspace=workspace, status__in=[DocumentStatus.READY, DocumentStatus.FAILED])
+    if document_id is not None:
+        documents = documents.filter(pk=access(Document, workspace, document_id).pk)
+    with transaction.atomic():
+        ids = list(documents.select_for_update().values_list("pk", flat=True))
+        Document.objects.filter(pk__in=ids).update(
+            status=DocumentStatus.QUEUED, error="", progress_done=0, progress_total=0, attempts=0, updated_at=timezone.now()
+        )
+        audit_event_record(
+            workspace=workspace,
+            actor=actor,
+            action="document.reindex",
+            data={"documents": [str(i) for i in ids], "all": document_id is None},
+        )
+        for pk in ids:
+            _enqueue_ingest_id(workspace.pk, pk)
+    return len(ids)
 
 
 def document_mark_failed(*, workspace: Workspace, document_id, message: str) -> None:
@@ -91,17 +124,102 @@ def document_mark_failed(*, workspace: Workspace, document_id, message: str) -> 
     )
 
 
+def documents_reap_stuck(*, now=None) -> dict[str, int]:
+    """Requeue documents whose worker died (heartbeat past the lease) or whose
+    message was lost (queued for long); fail those out of attempts. All workspaces:
+    this runs from the scheduler, and touches each row only through its own fields."""
+    now = now or timezone.now()
+    stale = Q(status=DocumentStatus.PROCESSING, heartbeat_at__lt=now - timedelta(seconds=settings.INGEST_LEASE_S))
+    exhausted = Document.objects.filter(stale, attempts__gte=settings.INGEST_MAX_ATTEMPTS)
+    failed = exhausted.update(
+        status=DocumentStatus.FAILED,
+        error=f"Ingestion stopped {settings.INGEST_MAX_ATTEMPTS} times without finishing; re-index the document to try again.",
+    )
+    forgotten = Q(status=DocumentStatus.QUEUED, updated_at__lt=now - timedelta(seconds=settings.INGEST_REQUEUE_QUEUED_AFTER_S))
+    requeued = 0
+    for workspace_id, pk in Document.objects.filter(stale | forgotten).values_list("workspace_id", "pk"):
+        requeued += Document.objects.filter(pk=pk).update(status=DocumentStatus.QUEUED, updated_at=now)
+        _enqueue_ingest_id(workspace_id, pk)
+    return {"requeued": requeued, "failed": failed}
+
+
+def _claim(workspace: Workspace, document_id) -> bool:
+    """queued → processing, or take over a processing claim whose worker stopped beating."""
+    now = timezone.now()
+    lapsed = Q(status=DocumentStatus.PROCESSING, heartbeat_at__lt=now - timedelta(seconds=settings.INGEST_LEASE_S))
+    claimable = Document.objects.filter(Q(status=DocumentStatus.QUEUED) | lapsed, workspace=workspace, pk=document_id)
+    return (
+        claimable.update(
+            status=DocumentStatus.PROCESSING, error="", heartbeat_at=now, attempts=F("attempts") + 1, progress_done=0, progress_total=0
+        )
+        == 1
+    )
+
+
+def _embed_with_progress(document: Document, texts: list[str]):
+    import numpy as np
+
+    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    step = settings.EMBEDDING_BATCH_SIZE
+    parts = []
+    for start in range(0, len(texts), step):
+        _progress(document, start, len(texts))
+        parts.append(embedder.embed(texts[start : start + step]))
+    return np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
+
+
+def _progress(document: Document, done: int, total: int) -> None:
+    Document.objects.filter(pk=document.pk, status=DocumentStatus.PROCESSING).update(
+        progress_done=done, progress_total=total, heartbeat_at=timezone.now()
+    )
+
+
+def _write_chunks(document: Document, extracted: Extracted, drafts, vectors) -> None:
+    """All chunks in one transaction: a re-run replaces them, never adds to them."""
+    workspace = document.workspace
+    with transaction.atomic():
+        Chunk.objects.filter(workspace=workspace, document=document).delete()
+        Chunk.objects.bulk_create(
+            Chunk(
+                workspace=workspace,
+                document=document,
+                ordinal=d.ordinal,
+                text=d.text,
+                first_page=extracted.page_of(d.start),
+                last_page=extracted.page_of(d.end - 1),
+                start_offset=d.start,
+                end_offset=d.end,
+                embedding=v,
+            )
+            for d, v in zip(drafts, vectors, strict=True)
+        )
+        Document.objects.filter(pk=document.pk).update(
+            kind=extracted.kind,
+            text=extracted.text,
+            page_count=extracted.page_count,
+            chunk_count=len(drafts),
+            progress_done=len(drafts),
+            progress_total=len(drafts),
+            status=DocumentStatus.READY,
+            error="",
+            updated_at=timezone.now(),
+        )
+
+
 def _mark_failed(document: Document, message: str) -> Document:
-    document.status = DocumentStatus.FAILED
-    document.error = message
-    document.save(update_fields=["status", "error", "updated_at"])
+    Document.objects.filter(pk=document.pk).update(status=DocumentStatus.FAILED, error=message, updated_at=timezone.now())
+    document.refresh_from_db()
     return document
 
 
 def _enqueue_ingest(document: Document) -> None:
+    _enqueue_ingest_id(document.workspace_id, document.pk)
+
+
+def _enqueue_ingest_id(workspace_id, document_id) -> None:
     from apps.documents.tasks import ingest_document
 
-    transaction.on_commit(lambda: ingest_document.delay(str(document.workspace_id), str(document.pk)))
+    transaction.on_commit(lambda: ingest_document.delay(str(workspace_id), str(document_id)))
 
 
 def _read(document: Document) -> bytes:
@@ -109,10 +227,17 @@ def _read(document: Document) -> bytes:
         return handle.read()
 
 
+def _too_large(filename: str) -> ApplicationError:
+    limit = settings.UPLOAD_MAX_BYTES
+    shown = f"{limit // (1024 * 1024)} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
+    return ApplicationError(f"“{filename}” is larger than the {shown} limit.", status=413, code="too_large", field="files")
+
+
 def _safe_filename(filename: str) -> str:
-    """The last path component only, so names like ../../etc/passwd stay inside the workspace folder."""
-    name = PurePath(filename.replace("\\", "/")).name.strip().lstrip(".")
-    name = "".join(ch for ch in name if ch.isprintable())[:200]
+    """The last path component, without control characters, so names like ../../etc/passwd
+    stay inside the workspace's folder."""
+    name = PurePath((filename or "").replace("\\", "/")).name
+    name = "".join(ch for ch in name if ch.isprintable()).strip().lstrip(".")[:200]
     if not name:
-        raise ApplicationError("The file has no usable name.", field="files")
+        raise ApplicationError("The file has no usable name.", code="bad_name", field="files")
     return name

@@ -6,7 +6,7 @@ from apps.documents import services
 from apps.workspaces.models import Workspace
 
 
-@shared_task(acks_late=True)
+@shared_task(acks_late=True, reject_on_worker_lost=True)
 def ingest_document(workspace_id: str, document_id: str) -> str:
     workspace = Workspace.objects.filter(pk=workspace_id).first()
     if workspace is None:
@@ -19,3 +19,8 @@ def ingest_document(workspace_id: str, document_id: str) -> str:
         )
         raise
     return "skipped" if document is None else document.status
+
+
+@shared_task
+def reap_stuck_documents() -> dict[str, int]:
+    return services.documents_reap_stuck()

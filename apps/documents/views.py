@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
 from apps.core.errors import ApplicationError
 from apps.core.tenancy import workspace_view
+from apps.documents import services
 from apps.documents.forms import UploadForm
-from apps.documents.models import DocumentStatus
 from apps.documents.selectors import document_list
-from apps.documents.services import document_create
+from apps.workspaces.models import Role
 
 
 @workspace_view()
@@ -19,21 +20,52 @@ def documents(request):
         _upload_all(request, form)
         if not form.errors:
             return redirect("documents", slug=request.workspace.slug)
-    docs = document_list(workspace=request.workspace)
-    pending = any(d.status in (DocumentStatus.QUEUED, DocumentStatus.PROCESSING) for d in docs)
+    docs = list(document_list(workspace=request.workspace))
+    context = {"form": form, "documents": docs, "pending": any(not d.settled for d in docs)}
     template = "documents/list.html#document-table" if request.htmx else "documents/list.html"
-    return render(request, template, {"form": form, "documents": docs, "pending": pending}, status=400 if form.errors else 200)
+    return render(request, template, context, status=_status(form))
+
+
+@require_POST
+@workspace_view()
+def document_delete(request, document_id):
+    services.document_delete(workspace=request.workspace, actor=request.user, document_id=document_id)
+    messages.success(request, "Document deleted, with its chunks and its file.")
+    return redirect("documents", slug=request.workspace.slug)
+
+
+@require_POST
+@workspace_view()
+def document_reindex(request, document_id):
+    count = services.document_reindex(workspace=request.workspace, actor=request.user, document_id=document_id)
+    messages.success(request, "Re-indexing started." if count else "That document is still being ingested; it was left alone.")
+    return redirect("documents", slug=request.workspace.slug)
+
+
+@require_POST
+@workspace_view(write=Role.ADMIN)
+def documents_reindex_all(request):
+    count = services.document_reindex(workspace=request.workspace, actor=request.user)
+    messages.success(request, f"Re-indexing {count} document(s) with the workspace's current chunking settings.")
+    return redirect("documents", slug=request.workspace.slug)
 
 
 def _upload_all(request, form: UploadForm) -> None:
     """Each file stands alone: one bad file is reported and the others still go in."""
     for upload in form.cleaned_data["files"]:
         try:
-            document, created = document_create(workspace=request.workspace, actor=request.user, filename=upload.name, data=upload.read())
+            document, created = services.document_create_from_upload(workspace=request.workspace, actor=request.user, upload=upload)
         except ApplicationError as exc:
             form.add_error("files", exc.message)
+            form.too_large = getattr(form, "too_large", False) or exc.status == 413
             continue
         if created:
             messages.success(request, f"“{document.filename}” uploaded; ingestion has started.")
         else:
             messages.info(request, f"“{upload.name}” is already here as “{document.filename}”; nothing was added.")
+
+
+def _status(form: UploadForm) -> int:
+    if not form.errors:
+        return 200
+    return 413 if getattr(form, "too_large", False) else 400

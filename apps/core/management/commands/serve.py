@@ -54,6 +54,9 @@ class Command(BaseCommand):
             "2",
             "--loglevel",
             "INFO",
+            # The embedded scheduler runs the reaper that re-queues documents
+            # whose worker died mid-ingestion. One worker here, so one scheduler.
+            "--beat",
         ]
         return subprocess.Popen(cmd, start_new_session=True)
 

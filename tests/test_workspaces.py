@@ -47,3 +47,26 @@ def test_wrong_password_is_refused(personas, client):
     response = client.post(reverse("login"), {"username": "olivia", "password": "nope"})
     assert response.status_code == 200
     assert "correct username and password" in response.content.decode()
+
+
+def test_deleting_a_workspace_removes_everything_in_it_audit_trail_included(personas, django_capture_on_commit_callbacks):
+    import uuid
+
+    from django.core.files.storage import default_storage
+
+    from apps.audits.models import AuditRecord
+    from apps.audits.services import audit_record_create
+    from apps.documents.models import Document
+    from apps.documents.services import document_create
+    from apps.workspaces.services import workspace_delete
+
+    document, _ = document_create(workspace=personas.workspace_a, actor=None, filename="a.txt", data=b"Some text.", enqueue=False)
+    audit_record_create(workspace=personas.workspace_a, actor=None, actor_label="t", query_run_id=uuid.uuid4(), payload={})
+    audit_record_create(workspace=personas.workspace_b, actor=None, actor_label="t", query_run_id=uuid.uuid4(), payload={})
+    with django_capture_on_commit_callbacks(execute=True):
+        workspace_delete(workspace=personas.workspace_a, actor=None)
+    assert not Workspace.objects.filter(slug="acme").exists()
+    assert not Document.objects.filter(pk=document.pk).exists()
+    assert not default_storage.exists(document.file.name)
+    assert AuditRecord.objects.count() == 1, "the other workspace's trail is untouched"
+    assert AuditRecord.objects.get().workspace_id == personas.workspace_b.pk

@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "apps.documents",
     "apps.queries",
     "apps.audits",
+    "apps.evals",
 ]
 
 MIDDLEWARE = [

@@ -13,3 +13,7 @@ def document_list(*, workspace: Workspace) -> QuerySet[Document]:
 
 def access_document(workspace: Workspace, document_id) -> Document:
     return access(Document, workspace, document_id)
+
+
+def document_file_names(*, workspace: Workspace) -> list[str]:
+    return [name for name in Document.objects.filter(workspace=workspace).values_list("file", flat=True) if name]

@@ -99,3 +99,28 @@ def _check_may_manage(actor: Membership, target: Membership) -> None:
 def _check_not_last_owner(workspace: Workspace, verb: str) -> None:
     if Membership.objects.filter(workspace=workspace, role=Role.OWNER).count() <= 1:
         raise ApplicationError(f"You cannot {verb} the last owner: make someone else an owner first.", code="last_owner")
+
+
+def workspace_delete(*, workspace: Workspace, actor) -> None:
+    """Remove a workspace and everything in it, its audit trail included.
+
+    The audit table refuses DELETE; this transaction alone lifts that, for the
+    rows of this workspace going with it (see audits migration 0002).
+    """
+    from django.db import connection
+
+    from apps.documents.selectors import document_file_names
+
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config('trustrag.allow_audit_purge', 'on', true)")
+        files = document_file_names(workspace=workspace)
+        workspace.delete()
+        transaction.on_commit(lambda: _delete_files(files))
+
+
+def _delete_files(names: list[str]) -> None:
+    from django.core.files.storage import default_storage
+
+    for name in names:
+        default_storage.delete(name)

@@ -34,12 +34,14 @@ def progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def emit(result: dict, json_path: str | None) -> None:
+def emit(result: dict, json_path: str | None, stream=None) -> None:
+    """The result as one JSON line, last on stdout (pass a command's self.stdout), and to --json."""
     line = json.dumps(result, sort_keys=False)
     if json_path:
         Path(json_path).write_text(line + "\n")
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+    stream = stream or sys.stdout
+    stream.write(line + "\n")
+    stream.flush()
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict]:

@@ -1,0 +1,132 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.core.errors import ApplicationError
+from apps.core.tasks import warm_up
+from apps.documents.models import Chunk, Document
+from apps.documents.services import document_create
+from apps.evals.bench import emit, progress, temporary_workspace
+from apps.pipeline.embedding import get_embedder
+from trustrag_site.celery import app
+
+
+class Command(BaseCommand):
+    help = "Ingest every file under DIR through the upload service and the Celery worker; compare with embedding alone."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--files", required=True, type=Path)
+        parser.add_argument("--json", dest="json_path")
+        parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for the worker to settle every file")
+
+    def handle(self, *args, files: Path, json_path: str | None, timeout: float, **options):
+        files = Path(files)
+        paths = sorted(p for p in files.rglob("*") if p.is_file()) if files.is_dir() else []
+        if not paths:
+            raise CommandError(f"No files under {files}.")
+        with _worker() as worker_note, temporary_workspace("ingest") as workspace:
+            progress(f"worker: {worker_note}; {len(paths)} file(s)")
+            rows, seconds = _ingest_all(workspace, paths, timeout)
+            texts = list(Chunk.objects.filter(workspace=workspace).order_by("document_id", "ordinal").values_list("text", flat=True))
+            embed_only = _embed_only_rate(texts)
+        chunks_per_s = len(texts) / seconds if seconds else 0.0
+        result = {
+            "files": rows,
+            "chunks": len(texts),
+            "seconds": round(seconds, 3),
+            "chunks_per_s": round(chunks_per_s, 2),
+            "embed_only_chunks_per_s": round(embed_only, 2),
+            "ratio": round(chunks_per_s / embed_only, 4) if embed_only else 0.0,
+        }
+        emit(result, json_path, self.stdout)
+
+
+def _ingest_all(workspace, paths: list[Path], timeout: float) -> tuple[list[dict], float]:
+    rows: dict[str, dict] = {}
+    documents: dict[str, Document] = {}
+    started = time.perf_counter()
+    for path in paths:
+        try:
+            document, _ = document_create(workspace=workspace, actor=None, filename=path.name, data=path.read_bytes())
+        except ApplicationError as exc:
+            rows[path.name] = {"name": path.name, "status": "refused", "error": exc.message, "pages": 0, "chunks": 0, "seconds": 0.0}
+            continue
+        documents[path.name] = document
+    _wait_settled(workspace, timeout)
+    elapsed = time.perf_counter() - started
+    for name, document in documents.items():
+        document.refresh_from_db()
+        seconds = (document.updated_at - document.created_at).total_seconds()
+        rows[name] = {
+            "name": name,
+            "status": document.status,
+            "error": document.error,
+            "pages": document.page_count,
+            "chunks": document.chunk_count,
+            "seconds": round(seconds, 3),
+        }
+    return [rows[p.name] for p in paths], elapsed
+
+
+def _wait_settled(workspace, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    pending = Document.objects.filter(workspace=workspace).exclude(status__in=["ready", "failed"])
+    while (left := pending.count()) and time.monotonic() < deadline:
+        progress(f"  {left} file(s) still ingesting")
+        time.sleep(0.25 if left < 5 else 1.0)
+    if pending.exists():
+        raise CommandError(f"{pending.count()} file(s) did not settle within {timeout:.0f} s; is a worker running?")
+
+
+def _embed_only_rate(texts: list[str]) -> float:
+    """The same chunk texts through the same embedder and batch size, nothing else."""
+    if not texts:
+        return 0.0
+    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    embedder.embed(["warm up"])
+    started = time.perf_counter()
+    embedder.embed(texts)
+    return len(texts) / (time.perf_counter() - started)
+
+
+class _worker:
+    """Use the running worker, or start one for the run; either way, warm its model first."""
+
+    def __enter__(self) -> str:
+        self.process = None
+        if not app.control.ping(timeout=1.0):
+            cmd = [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "trustrag_site",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                "2",
+                "--loglevel",
+                "WARNING",
+            ]
+            self.process = subprocess.Popen(cmd, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL, stderr=sys.stderr)
+            self._wait_for_ping()
+        warm_up.delay().get(timeout=300)
+        return "started for this run" if self.process else "already running"
+
+    def _wait_for_ping(self) -> None:
+        deadline = time.monotonic() + 120
+        while not app.control.ping(timeout=0.5):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise CommandError("could not start a Celery worker for the benchmark")
+
+    def __exit__(self, *exc) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=60)

@@ -20,3 +20,9 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 });
+
+// Forms that destroy something ask first (data-confirm holds the question).
+document.addEventListener("submit", (event) => {
+  const question = event.target.dataset ? event.target.dataset.confirm : undefined;
+  if (question && !window.confirm(question)) event.preventDefault();
+});

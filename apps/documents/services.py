@@ -162,9 +162,10 @@ def _embed_with_progress(document: Document, texts: list[str]):
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
     step = settings.EMBEDDING_BATCH_SIZE
     parts = []
+    _progress(document, 0, len(texts))
     for start in range(0, len(texts), step):
-        _progress(document, start, len(texts))
         parts.append(embedder.embed(texts[start : start + step]))
+        _progress(document, start + len(parts[-1]), len(texts))
     return np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
 
 

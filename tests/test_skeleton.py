@@ -81,6 +81,9 @@ def test_question_is_answered_with_located_quotes_and_recorded_in_the_audit_trai
     record = AuditRecord.objects.get(workspace=personas.workspace_a, query_run_id=run.pk)
     assert record.payload["question"] == run.question
     assert record.payload["stages"]["verify"]["claims"] == run.claims
+    assert record.payload["rerank"]["reranker"] == "local:sentence-embedding+coverage"
+    assert all(0 <= s["score"] <= 1 for s in record.payload["rerank"]["scores"])
+    assert run.sources[0]["rerank_score"] == max(s["score"] for s in record.payload["rerank"]["scores"])
     assert audit_chain_check(workspace=personas.workspace_a).intact
 
 

@@ -13,6 +13,7 @@ from apps.audits.services import audit_record_create
 from apps.core.errors import ApplicationError
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.generation import ExtractiveParams, local_extractive_answer
+from apps.pipeline.rerank import get_reranker
 from apps.pipeline.retrieval import RetrievalParams, hybrid_search
 from apps.pipeline.verification import verify_answer
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
@@ -43,7 +44,11 @@ def query_answer(*, workspace: Workspace, actor, question: str, mode: str = Quer
     )
     with _timed(timings, "retrieve"), transaction.atomic(), connection.cursor() as cursor:
         candidates = hybrid_search(cursor, workspace_id=workspace.pk, question=question, query_vector=query_vector, params=params)
-    sources = candidates[:SOURCES_FOR_GENERATION]
+    reranker = get_reranker(settings.RERANKER_MODEL, embedder)
+    with _timed(timings, "rerank"):
+        reranked = reranker.rerank(question, query_vector, candidates)
+    scores = {s.candidate.chunk_id: s for s in reranked}
+    sources = [s.candidate for s in reranked[:SOURCES_FOR_GENERATION]]
     with _timed(timings, "generate"):
         answer = local_extractive_answer(query_vector, sources, embedder, ExtractiveParams(max_claims=options.answer_max_claims))
     with _timed(timings, "verify"):
@@ -54,7 +59,7 @@ def query_answer(*, workspace: Workspace, actor, question: str, mode: str = Quer
     run.insufficient = answer.insufficient
     run.provider = answer.provider
     run.claims = claims
-    run.sources = [_source_row(i, c) for i, c in enumerate(sources, 1)]
+    run.sources = [_source_row(i, c) | {"rerank_score": scores[c.chunk_id].score} for i, c in enumerate(sources, 1)]
     run.grounding = (sum(c["faithful"] for c in claims) / len(claims)) if claims else None
     run.status = QueryStatus.DONE
     run.duration_ms = int((time.perf_counter() - started) * 1000)
@@ -65,7 +70,7 @@ def query_answer(*, workspace: Workspace, actor, question: str, mode: str = Quer
             actor=actor,
             actor_label=actor_label or (actor.get_username() if actor else "anonymous"),
             query_run_id=run.pk,
-            payload=_audit_payload(run, options, params, candidates, timings),
+            payload=_audit_payload(run, options, params, candidates, timings) | {"rerank": _rerank_trace(reranker, reranked, timings)},
         )
     return run
 
@@ -88,6 +93,14 @@ def _audit_payload(run: QueryRun, options, params: RetrievalParams, candidates, 
         "provider_attempts": [{"provider": run.provider, "outcome": "ok", "ms": timings.get("generate")}],
         "grounding": run.grounding,
         "timings_ms": timings,
+    }
+
+
+def _rerank_trace(reranker, reranked, timings: dict) -> dict:
+    return {
+        "reranker": reranker.name,
+        "scores": [{"chunk_id": s.candidate.chunk_id, "score": s.score, "parts": s.parts} for s in reranked],
+        "ms": timings.get("rerank"),
     }
 
 

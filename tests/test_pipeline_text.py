@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from apps.pipeline.retrieval import or_tsquery
 from apps.pipeline.text import chunk_text, sentence_spans
 from apps.pipeline.verification import locate_quote
 
@@ -75,9 +74,3 @@ def test_fabricated_quote_is_flagged_as_hallucinated():
     assert location.status == "hallucinated_quote"
     assert location.start is None
     assert location.score < 90
-
-
-def test_keyword_query_ors_the_words_and_drops_tsquery_syntax():
-    assert or_tsquery("What's the gate's threshold?") == "what | s | the | gate | threshold"
-    assert or_tsquery("a & b | !c <-> (d)") == "a | b | c | d"
-    assert or_tsquery("  ?! ") == ""

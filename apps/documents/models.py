@@ -4,9 +4,10 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from pgvector.django import HnswIndex, VectorField
+from pgvector.django import HnswIndex, SparseVectorField, VectorField
 
 from apps.core.models import TenantModel
+from apps.pipeline.bm25 import LEXEME_DIMENSIONS
 from apps.pipeline.embedding import DIMENSIONS
 
 
@@ -77,6 +78,10 @@ class Chunk(TenantModel):
     start_offset = models.PositiveIntegerField()
     end_offset = models.PositiveIntegerField()
     embedding = VectorField(dimensions=DIMENSIONS)
+    # BM25 term weights of this chunk by lexeme (see apps.pipeline.bm25); its
+    # dot product with the query's IDF vector is the chunk's BM25 score.
+    token_count = models.PositiveIntegerField(default=0, db_default=0)
+    bm25 = SparseVectorField(dimensions=LEXEME_DIMENSIONS, null=True)
     search_vector = models.GeneratedField(
         expression=SearchVector("text", config="english"),
         output_field=SearchVectorField(),
@@ -95,3 +100,28 @@ class Chunk(TenantModel):
             HnswIndex(name="chunk_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64, opclasses=["vector_cosine_ops"]),
             GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
         ]
+
+
+class TermStat(models.Model):
+    """Document frequency of one lexeme among a workspace's chunks, kept by ingestion."""
+
+    workspace = models.ForeignKey("workspaces.Workspace", on_delete=models.CASCADE, related_name="+")
+    lexeme = models.TextField()
+    df = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "lexeme"], name="termstat_unique_lexeme")]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme}: {self.df}"
+
+
+class IndexStat(models.Model):
+    """A workspace's chunk count and token total: N and the average length for BM25."""
+
+    workspace = models.OneToOneField("workspaces.Workspace", on_delete=models.CASCADE, related_name="+", primary_key=True)
+    chunk_count = models.BigIntegerField(default=0)
+    token_total = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.chunk_count} chunks"

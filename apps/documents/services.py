@@ -7,7 +7,7 @@ from pathlib import PurePath
 
 from django.conf import settings
 from django.core.files.base import ContentFile
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -15,6 +15,7 @@ from apps.audits.services import audit_event_record
 from apps.core.errors import ApplicationError
 from apps.core.tenancy import access
 from apps.documents.models import Chunk, Document, DocumentStatus
+from apps.pipeline.bm25 import index_document, unindex_document
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.parsing import Extracted, ParseError, check_supported, extract
 from apps.pipeline.text import chunk_text
@@ -84,6 +85,8 @@ def document_delete(*, workspace: Workspace, actor, document_id) -> None:
     with transaction.atomic():
         document = access(Document, workspace, document_id, Document.objects.select_for_update())
         storage, name = document.file.storage, document.file.name
+        with connection.cursor() as cursor:
+            unindex_document(cursor, workspace_id=workspace.pk, document_id=document.pk)
         document.delete()
         audit_event_record(
             workspace=workspace,
@@ -179,6 +182,8 @@ def _write_chunks(document: Document, extracted: Extracted, drafts, vectors) -> 
     """All chunks in one transaction: a re-run replaces them, never adds to them."""
     workspace = document.workspace
     with transaction.atomic():
+        with connection.cursor() as cursor:
+            unindex_document(cursor, workspace_id=workspace.pk, document_id=document.pk)
         Chunk.objects.filter(workspace=workspace, document=document).delete()
         Chunk.objects.bulk_create(
             Chunk(
@@ -194,6 +199,8 @@ def _write_chunks(document: Document, extracted: Extracted, drafts, vectors) -> 
             )
             for d, v in zip(drafts, vectors, strict=True)
         )
+        with connection.cursor() as cursor:
+            index_document(cursor, workspace_id=workspace.pk, document_id=document.pk)
         Document.objects.filter(pk=document.pk).update(
             kind=extracted.kind,
             text=extracted.text,

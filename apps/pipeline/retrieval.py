@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from apps.pipeline.bm25 import KEYWORD_CTES
 from apps.pipeline.types import Candidate
-
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -20,7 +18,7 @@ class RetrievalParams:
     ef_search: int = 100
 
 
-HYBRID_SQL = """
+HYBRID_SQL = f"""
 WITH dense AS (
     SELECT d.id, 1 - d.distance AS score, row_number() OVER (ORDER BY d.distance, d.id) AS rank
     FROM (
@@ -31,16 +29,7 @@ WITH dense AS (
         LIMIT %(dense_k)s
     ) d
 ),
-keyword AS (
-    SELECT k.id, k.score, row_number() OVER (ORDER BY k.score DESC, k.id) AS rank
-    FROM (
-        SELECT c.id, ts_rank_cd(c.search_vector, q.query) AS score
-        FROM documents_chunk c, to_tsquery('english', %(tsquery)s) AS q(query)
-        WHERE c.workspace_id = %(workspace)s AND c.search_vector @@ q.query
-        ORDER BY score DESC
-        LIMIT %(keyword_k)s
-    ) k
-),
+{KEYWORD_CTES},
 fused AS (
     SELECT coalesce(d.id, k.id) AS id,
            d.rank AS dense_rank, d.score AS dense_score,
@@ -58,11 +47,6 @@ ORDER BY f.fused_score DESC, f.id
 """
 
 
-def or_tsquery(question: str) -> str:
-    """Words of the question joined by OR, safe to hand to to_tsquery."""
-    return " | ".join(dict.fromkeys(word.lower() for word in _WORD.findall(question)))
-
-
 def vector_literal(vector) -> str:
     return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
 
@@ -77,7 +61,7 @@ def hybrid_search(cursor, *, workspace_id, question: str, query_vector, params: 
         {
             "workspace": str(workspace_id),
             "qvec": vector_literal(query_vector),
-            "tsquery": or_tsquery(question),
+            "question": question,
             "dense_k": params.dense_k,
             "keyword_k": params.keyword_k,
             "rrf_k": float(params.rrf_k),

@@ -40,7 +40,9 @@ def test_local_reranker_puts_the_answering_passage_first_with_its_best_sentence(
 
 
 def test_local_reranker_scores_an_unrelated_passage_low(embedder):
-    scored = LocalReranker(embedder).rerank("What is the capital of Mongolia?", embedder.embed(["What is the capital of Mongolia?"])[0], PASSAGES)
+    scored = LocalReranker(embedder).rerank(
+        "What is the capital of Mongolia?", embedder.embed(["What is the capital of Mongolia?"])[0], PASSAGES
+    )
     assert max(s.score for s in scored) < 0.35
 
 

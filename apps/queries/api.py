@@ -12,6 +12,13 @@ from apps.queries.services import query_answer
 class AskSerializer(serializers.Serializer):
     question = serializers.CharField(max_length=4000, trim_whitespace=True)
     mode = serializers.ChoiceField(choices=QueryMode.choices, default=QueryMode.VERIFIED)
+    enable_gating = serializers.BooleanField(required=False, help_text="false is naive mode: no confidence gate")
+    threshold_override = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+
+    def validate(self, data):
+        if data.pop("enable_gating", True) is False:
+            data["mode"] = QueryMode.NAIVE
+        return data
 
 
 class QueryRunSerializer(serializers.ModelSerializer):
@@ -30,6 +37,7 @@ class QueryRunSerializer(serializers.ModelSerializer):
             "claims",
             "sources",
             "grounding",
+            "gate",
             "asked_by",
             "created_at",
             "duration_ms",

@@ -29,6 +29,8 @@ class QueryRun(TenantModel):
     claims = models.JSONField(default=list, blank=True)
     sources = models.JSONField(default=list, blank=True)
     grounding = models.FloatField(null=True, blank=True)
+    # The confidence gate's decision: enabled, threshold, top_score, passed, reason.
+    gate = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import asdict
 
 from django.conf import settings
@@ -12,57 +13,60 @@ from django.utils import timezone
 from apps.audits.services import audit_record_create
 from apps.core.errors import ApplicationError
 from apps.pipeline.embedding import get_embedder
+from apps.pipeline.gate import REFUSAL, confidence_gate
 from apps.pipeline.generation import ExtractiveParams, local_extractive_answer
 from apps.pipeline.rerank import get_reranker
 from apps.pipeline.retrieval import RetrievalParams, hybrid_search
+from apps.pipeline.types import Answer
 from apps.pipeline.verification import verify_answer
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
 
-SOURCES_FOR_GENERATION = 5
+
+class _Timings(dict):
+    @contextmanager
+    def stage(self, name: str):
+        started = time.perf_counter()
+        yield
+        self[name] = round((time.perf_counter() - started) * 1000, 2)
 
 
-def query_answer(*, workspace: Workspace, actor, question: str, mode: str = QueryMode.VERIFIED, actor_label: str = "") -> QueryRun:
+def query_answer(
+    *,
+    workspace: Workspace,
+    actor,
+    question: str,
+    mode: str = QueryMode.VERIFIED,
+    threshold_override: float | None = None,
+    actor_label: str = "",
+) -> QueryRun:
     question = _clean_question(question)
     if mode not in QueryMode.values:
         raise ApplicationError(f"Unknown mode “{mode}”; use verified or naive.", field="mode")
+    if threshold_override is not None and not 0 <= threshold_override <= 1:
+        raise ApplicationError("threshold_override must be between 0 and 1.", field="threshold_override")
     options = settings_get(workspace=workspace)
     run = QueryRun.objects.create(workspace=workspace, question=question, mode=mode, status=QueryStatus.RUNNING, asked_by=actor)
-    started = time.perf_counter()
-    timings: dict[str, float] = {}
-
+    started, timings = time.perf_counter(), _Timings()
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
-    with _timed(timings, "embed_question"):
+    with timings.stage("embed_question"):
         query_vector = embedder.embed([question])[0]
-    params = RetrievalParams(
-        dense_k=options.dense_k,
-        keyword_k=options.keyword_k,
-        rrf_k=options.rrf_k,
-        dense_weight=options.dense_weight,
-        keyword_weight=options.keyword_weight,
-    )
-    with _timed(timings, "retrieve"), transaction.atomic(), connection.cursor() as cursor:
+    params = _retrieval_params(options)
+    with timings.stage("retrieve"), transaction.atomic(), connection.cursor() as cursor:
         candidates = hybrid_search(cursor, workspace_id=workspace.pk, question=question, query_vector=query_vector, params=params)
     reranker = get_reranker(settings.RERANKER_MODEL, embedder)
-    with _timed(timings, "rerank"):
+    with timings.stage("rerank"):
         reranked = reranker.rerank(question, query_vector, candidates)
-    scores = {s.candidate.chunk_id: s for s in reranked}
-    sources = [s.candidate for s in reranked[:SOURCES_FOR_GENERATION]]
-    with _timed(timings, "generate"):
-        answer = local_extractive_answer(query_vector, sources, embedder, ExtractiveParams(max_claims=options.answer_max_claims))
-    with _timed(timings, "verify"):
-        verified = verify_answer(answer, sources, locator_threshold=options.locator_threshold)
+    threshold = options.gate_threshold if threshold_override is None else threshold_override
+    gate = confidence_gate([s.score for s in reranked], threshold=threshold, enabled=mode == QueryMode.VERIFIED)
+    sources = [s.candidate for s in reranked[: options.rerank_top_n]]
+    answer, verified = _answer(gate, query_vector, sources, embedder, options, timings)
 
-    claims = [_claim_row(v) for v in verified]
-    run.answer = answer.text
-    run.insufficient = answer.insufficient
-    run.provider = answer.provider
-    run.claims = claims
-    run.sources = [_source_row(i, c) | {"rerank_score": scores[c.chunk_id].score} for i, c in enumerate(sources, 1)]
-    run.grounding = (sum(c["faithful"] for c in claims) / len(claims)) if claims else None
-    run.status = QueryStatus.DONE
+    scores = {s.candidate.chunk_id: s.score for s in reranked}
+    _fill_run(run, answer, verified, sources, scores, gate)
     run.duration_ms = int((time.perf_counter() - started) * 1000)
+    trace = {"rerank": _rerank_trace(reranker, reranked, timings), "gate": asdict(gate)}
     with transaction.atomic():
         run.save()
         audit_record_create(
@@ -70,9 +74,42 @@ def query_answer(*, workspace: Workspace, actor, question: str, mode: str = Quer
             actor=actor,
             actor_label=actor_label or (actor.get_username() if actor else "anonymous"),
             query_run_id=run.pk,
-            payload=_audit_payload(run, options, params, candidates, timings) | {"rerank": _rerank_trace(reranker, reranked, timings)},
+            payload=_audit_payload(run, options, params, candidates, timings) | trace,
         )
     return run
+
+
+def _answer(gate, query_vector, sources, embedder, options, timings: _Timings):
+    """Generate and verify, unless the gate refused: a refusal costs no generation."""
+    if not gate.passed:
+        return Answer(text=REFUSAL, claims=(), insufficient=True, provider="gate"), []
+    with timings.stage("generate"):
+        answer = local_extractive_answer(query_vector, sources, embedder, ExtractiveParams(max_claims=options.answer_max_claims))
+    with timings.stage("verify"):
+        verified = verify_answer(answer, sources, locator_threshold=options.locator_threshold)
+    return answer, verified
+
+
+def _fill_run(run: QueryRun, answer: Answer, verified, sources, scores: dict, gate) -> None:
+    claims = [_claim_row(v) for v in verified]
+    run.answer = answer.text
+    run.insufficient = answer.insufficient
+    run.provider = answer.provider
+    run.claims = claims
+    run.sources = [_source_row(i, c) | {"rerank_score": scores[c.chunk_id]} for i, c in enumerate(sources, 1)]
+    run.grounding = (sum(c["faithful"] for c in claims) / len(claims)) if claims else None
+    run.gate = asdict(gate)
+    run.status = QueryStatus.DONE
+
+
+def _retrieval_params(options) -> RetrievalParams:
+    return RetrievalParams(
+        dense_k=options.dense_k,
+        keyword_k=options.keyword_k,
+        rrf_k=options.rrf_k,
+        dense_weight=options.dense_weight,
+        keyword_weight=options.keyword_weight,
+    )
 
 
 def _audit_payload(run: QueryRun, options, params: RetrievalParams, candidates, timings: dict) -> dict:
@@ -82,6 +119,8 @@ def _audit_payload(run: QueryRun, options, params: RetrievalParams, candidates, 
         "mode": run.mode,
         "settings": {
             "retrieval": asdict(params),
+            "gate_threshold": options.gate_threshold,
+            "rerank_top_n": options.rerank_top_n,
             "locator_threshold": options.locator_threshold,
             "answer_max_claims": options.answer_max_claims,
         },
@@ -90,9 +129,9 @@ def _audit_payload(run: QueryRun, options, params: RetrievalParams, candidates, 
             "generate": {"provider": run.provider, "insufficient": run.insufficient, "answer": run.answer, "ms": timings.get("generate")},
             "verify": {"claims": run.claims, "ms": timings.get("verify")},
         },
-        "provider_attempts": [{"provider": run.provider, "outcome": "ok", "ms": timings.get("generate")}],
+        "provider_attempts": [] if run.provider == "gate" else [{"provider": run.provider, "outcome": "ok", "ms": timings.get("generate")}],
         "grounding": run.grounding,
-        "timings_ms": timings,
+        "timings_ms": dict(timings),
     }
 
 
@@ -144,14 +183,3 @@ def _clean_question(question: str) -> str:
     if len(question) > settings.QUESTION_MAX_CHARS:
         raise ApplicationError(f"Questions are limited to {settings.QUESTION_MAX_CHARS} characters.", field="question")
     return question
-
-
-class _timed:
-    def __init__(self, timings: dict, name: str):
-        self.timings, self.name = timings, name
-
-    def __enter__(self):
-        self.started = time.perf_counter()
-
-    def __exit__(self, *exc):
-        self.timings[self.name] = round((time.perf_counter() - self.started) * 1000, 2)

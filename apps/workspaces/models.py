@@ -69,6 +69,9 @@ class WorkspaceSettings(models.Model):
     dense_weight = models.FloatField(default=1.0)
     keyword_weight = models.FloatField(default=1.0)
     locator_threshold = models.FloatField(default=90.0)
+    # Verified mode refuses when the best reranked passage scores below this (0–1).
+    gate_threshold = models.FloatField(default=0.35)
+    rerank_top_n = models.PositiveIntegerField(default=5)
     answer_max_claims = models.PositiveIntegerField(default=3)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -76,6 +79,8 @@ class WorkspaceSettings(models.Model):
         constraints = [
             models.CheckConstraint(condition=models.Q(chunk_overlap__lt=models.F("chunk_size")), name="settings_overlap_below_size"),
             models.CheckConstraint(condition=models.Q(locator_threshold__gte=0, locator_threshold__lte=100), name="settings_locator_0_100"),
+            models.CheckConstraint(condition=models.Q(gate_threshold__gte=0, gate_threshold__lte=1), name="settings_gate_0_1"),
+            models.CheckConstraint(condition=models.Q(rerank_top_n__gte=1), name="settings_top_n_positive"),
         ]
 
     def __str__(self) -> str:

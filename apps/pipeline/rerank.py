@@ -67,8 +67,11 @@ class LocalReranker:
             return []
         sentences = [_sentences(c.text) for c in candidates]
         flat = [s for group in sentences for s in group]
-        vectors = self.embedder.embed(flat + [c.text for c in candidates])
-        sentence_sims, chunk_sims = vectors[: len(flat)] @ question_vector, vectors[len(flat) :] @ question_vector
+        # Whole-chunk similarity comes from the stored embedding when retrieval supplied it.
+        missing = [c.text for c in candidates if c.cosine is None]
+        vectors = self.embedder.embed(flat + missing)
+        sentence_sims, embedded = vectors[: len(flat)] @ question_vector, iter(vectors[len(flat) :] @ question_vector)
+        chunk_sims = [c.cosine if c.cosine is not None else float(next(embedded)) for c in candidates]
         terms = content_terms(question)
         scored, offset = [], 0
         for candidate, group, chunk_sim in zip(candidates, sentences, chunk_sims, strict=True):

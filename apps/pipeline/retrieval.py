@@ -39,7 +39,8 @@ fused AS (
     FROM dense d FULL OUTER JOIN keyword k ON k.id = d.id
 )
 SELECT f.id, c.document_id, doc.title, c.ordinal, c.text, c.start_offset, c.end_offset,
-       f.dense_rank, f.dense_score, f.keyword_rank, f.keyword_score, f.fused_score
+       f.dense_rank, f.dense_score, f.keyword_rank, f.keyword_score, f.fused_score,
+       1 - (c.embedding <=> %(qvec)s::vector) AS cosine
 FROM fused f
 JOIN documents_chunk c ON c.id = f.id AND c.workspace_id = %(workspace)s
 JOIN documents_document doc ON doc.id = c.document_id AND doc.workspace_id = %(workspace)s
@@ -73,7 +74,7 @@ def hybrid_search(cursor, *, workspace_id, question: str, query_vector, params: 
 
 
 def _candidate(row) -> Candidate:
-    chunk_id, document_id, title, ordinal, text, start, end, d_rank, d_score, k_rank, k_score, fused = row
+    chunk_id, document_id, title, ordinal, text, start, end, d_rank, d_score, k_rank, k_score, fused, cosine = row
     return Candidate(
         chunk_id=str(chunk_id),
         document_id=str(document_id),
@@ -87,4 +88,5 @@ def _candidate(row) -> Candidate:
         keyword_rank=k_rank,
         keyword_score=None if k_score is None else float(k_score),
         fused_score=float(fused),
+        cosine=float(cosine),
     )

@@ -33,6 +33,7 @@ class Candidate:
     keyword_rank: int | None
     keyword_score: float | None
     fused_score: float
+    cosine: float | None = None  # with the question, from the stored embedding, for every candidate
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from django.conf import settings
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
+from apps.core.worker import celery_worker_command
 from apps.workspaces.models import Membership, Role, Workspace
 from tests.factories import PASSWORD, MembershipFactory, UserFactory, WorkspaceFactory
 
@@ -84,7 +84,7 @@ def worker_env() -> dict[str, str]:
 def celery_worker(django_db_setup, django_db_blocker):
     """A real `celery worker` process for the whole session, on the test database."""
     log = open(settings.VAR_DIR / "test-worker.log", "w")  # noqa: SIM115 - closed at teardown
-    cmd = [sys.executable, "-m", "celery", "-A", "trustrag_site", "worker", "--pool", "threads", "--concurrency", "2", "--loglevel", "INFO"]
+    cmd = celery_worker_command()
     process = subprocess.Popen(cmd, cwd=ROOT, env=worker_env(), stdout=log, stderr=subprocess.STDOUT)
     _purge_queue()
     _wait_for_worker(process)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from apps.core.worker import celery_worker_command
 from apps.documents import services
 from apps.documents.models import Chunk, Document, DocumentStatus
 from apps.documents.tasks import ingest_document
@@ -31,22 +31,7 @@ def long_text(i: int) -> str:
 @pytest.fixture
 def doomed_worker():
     """A worker of the test's own, on a queue only it consumes, to be killed."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "celery",
-        "-A",
-        "trustrag_site",
-        "worker",
-        "--pool",
-        "solo",
-        "-Q",
-        QUEUE,
-        "--loglevel",
-        "INFO",
-        "-n",
-        f"doomed-{os.getpid()}@%h",
-    ]
+    cmd = celery_worker_command(pool="solo", concurrency=1, extra=("-Q", QUEUE, "-n", f"doomed-{os.getpid()}@%h"))
     log = open(settings.VAR_DIR / "doomed-worker.log", "w")  # noqa: SIM115 - closed below
     process = subprocess.Popen(cmd, cwd=ROOT, env=worker_env(), stdout=log, stderr=subprocess.STDOUT)
     yield process

@@ -7,16 +7,14 @@ in tests/screenshots/<test-name>.png.
 
 from __future__ import annotations
 
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Page, expect
 
 from apps.documents.models import Document
-from tests.browser.test_main_flow import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, log_in
+from tests.browser.conftest import log_in, screenshot
 from tests.conftest import wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -48,53 +46,12 @@ ROW_STATE = """(id) => {
 BADGES = {"queued": "Queued", "processing": "Processing", "ready": "Ready", "failed": "Failed"}
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing; run scripts/install-browser.sh")
-    # Playwright's sync API keeps an asyncio loop running on this thread, which Django's
-    # async-safety check would mistake for an async context around every ORM call the
-    # tests and their fixtures make here. The live server answers from its own thread.
-    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            yield browser
-            browser.close()
-    finally:
-        if previous is None:
-            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
-        else:
-            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
-
-
-@pytest.fixture
-def context(browser: Browser, live_server) -> Iterator[BrowserContext]:
-    context = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(15_000)
-    yield context
-    context.close()
-
-
-@pytest.fixture
-def page(context: BrowserContext) -> Page:
-    return context.new_page()
-
-
 @pytest.fixture
 def member_on_documents(personas, password, page) -> Page:
     log_in(page, personas.member.user.username, password)
     page.goto("/w/acme/documents/")
     expect(page.get_by_role("heading", name="Documents", exact=True)).to_be_visible()
     return page
-
-
-def screenshot(page: Page, request: pytest.FixtureRequest, suffix: str = "") -> Path:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    path = SCREENSHOTS / f"{request.node.name}{suffix}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path
 
 
 def upload(page: Page, *files) -> None:

@@ -9,6 +9,8 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from apps.core.worker import celery_worker_command
+
 
 class Command(BaseCommand):
     help = "Migrate, seed the demo workspace, then run the Celery worker and the web server until Ctrl-C."
@@ -41,23 +43,9 @@ class Command(BaseCommand):
             sys.exit(1)
 
     def _start_worker(self) -> subprocess.Popen:
-        cmd = [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "trustrag_site",
-            "worker",
-            "--pool",
-            "threads",
-            "--concurrency",
-            "2",
-            "--loglevel",
-            "INFO",
-            # The embedded scheduler runs the reaper that re-queues documents
-            # whose worker died mid-ingestion. One worker here, so one scheduler.
-            "--beat",
-        ]
+        # The embedded scheduler runs the reaper that re-queues documents whose
+        # worker died mid-ingestion. One worker here, so one scheduler.
+        cmd = celery_worker_command(extra=("--beat",))
         return subprocess.Popen(cmd, start_new_session=True)
 
     def _start_web(self, bind: str) -> subprocess.Popen:

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.errors import ApplicationError
 from apps.core.tasks import warm_up
+from apps.core.worker import celery_worker_command
 from apps.documents.models import Chunk, Document
 from apps.documents.services import document_create
 from apps.evals.bench import emit, progress, temporary_workspace
@@ -101,20 +102,7 @@ class _worker:
     def __enter__(self) -> str:
         self.process = None
         if not app.control.ping(timeout=1.0):
-            cmd = [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "trustrag_site",
-                "worker",
-                "--pool",
-                "threads",
-                "--concurrency",
-                "2",
-                "--loglevel",
-                "WARNING",
-            ]
+            cmd = celery_worker_command(loglevel="WARNING")
             self.process = subprocess.Popen(cmd, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL, stderr=sys.stderr)
             self._wait_for_ping()
         warm_up.delay().get(timeout=300)

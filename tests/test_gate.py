@@ -41,8 +41,9 @@ def test_verified_mode_refuses_an_off_topic_question_without_generating(personas
     assert run.claims == []
     assert run.gate["passed"] is False
     payload = AuditRecord.objects.get(query_run_id=run.pk).payload
-    assert payload["gate"]["top_score"] == max(s["score"] for s in payload["rerank"]["scores"])
-    assert payload["gate"]["top_score"] < payload["gate"]["threshold"]
+    best = max(s["score"] for s in payload["rerank"]["scores"])
+    assert payload["corrective"]["verdict"] == "incorrect"
+    assert payload["gate"]["reason"].startswith(f"retrieval was incorrect: the best relevance {best:.3f} is below the lower threshold")
     assert payload["provider_attempts"] == []
     assert "generate" not in payload["timings_ms"]
 
@@ -90,4 +91,4 @@ def test_the_answer_page_says_why_it_refused(personas, bakery):
     run = query_answer(workspace=personas.workspace_a, actor=personas.member.user, question=OFF_TOPIC)
     page = personas.client("viewer").get(reverse("answer", args=["acme", run.pk])).content.decode()
     assert "Refused by the confidence gate before any answer was generated" in page
-    assert "is below the threshold" in page
+    assert "is below the lower threshold" in page

@@ -34,6 +34,7 @@ class Candidate:
     keyword_score: float | None
     fused_score: float
     cosine: float | None = None  # with the question, from the stored embedding, for every candidate
+    url: str | None = None  # set for a web search result, which is no document of the workspace
 
 
 @dataclass(frozen=True)

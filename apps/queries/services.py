@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from apps.audits.services import audit_record_create
 from apps.core.errors import ApplicationError
+from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.gate import REFUSAL, confidence_gate
 from apps.pipeline.generation import ExtractiveParams, local_extractive_answer
@@ -19,6 +20,7 @@ from apps.pipeline.rerank import get_reranker
 from apps.pipeline.retrieval import RetrievalParams, hybrid_search
 from apps.pipeline.types import Answer
 from apps.pipeline.verification import verify_answer
+from apps.pipeline.websearch import TavilySearch, WebSearchError, as_candidates
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
@@ -58,15 +60,22 @@ def query_answer(
     reranker = get_reranker(settings.RERANKER_MODEL, embedder)
     with timings.stage("rerank"):
         reranked = reranker.rerank(question, query_vector, candidates)
+    if mode == QueryMode.VERIFIED:
+        pool, corrective = _correct(question, query_vector, reranked, reranker, embedder, options, timings)
+    else:  # naive mode is plain RAG: no correction, no gate
+        pool, corrective = reranked[: options.rerank_top_n], {"applied": False}
     threshold = options.gate_threshold if threshold_override is None else threshold_override
-    gate = confidence_gate([s.score for s in reranked], threshold=threshold, enabled=mode == QueryMode.VERIFIED)
-    sources = [s.candidate for s in reranked[: options.rerank_top_n]]
-    answer, verified = _answer(gate, query_vector, sources, embedder, options, timings)
+    gate = confidence_gate(
+        [s.score for s in pool], threshold=threshold, enabled=mode == QueryMode.VERIFIED, empty_reason=_empty_reason(reranked, corrective)
+    )
+    refined = _refine(pool, query_vector, embedder, options, corrective, timings)
+    sources = [s.candidate for s in pool]
+    answer, verified = _answer(gate, query_vector, sources, refined, embedder, options, timings)
 
-    scores = {s.candidate.chunk_id: s.score for s in reranked}
+    scores = {s.candidate.chunk_id: s.score for s in [*reranked, *pool]}
     _fill_run(run, answer, verified, sources, scores, gate)
     run.duration_ms = int((time.perf_counter() - started) * 1000)
-    trace = {"rerank": _rerank_trace(reranker, reranked, timings), "gate": asdict(gate)}
+    trace = {"rerank": _rerank_trace(reranker, reranked, timings), "corrective": corrective, "gate": asdict(gate)}
     with transaction.atomic():
         run.save()
         audit_record_create(
@@ -79,12 +88,77 @@ def query_answer(
     return run
 
 
-def _answer(gate, query_vector, sources, embedder, options, timings: _Timings):
-    """Generate and verify, unless the gate refused: a refusal costs no generation."""
+def _correct(question, query_vector, reranked, reranker, embedder, options, timings: _Timings):
+    """Corrective RAG: classify retrieval, keep what bears on the question, ask the web when
+    retrieval was not Correct and the workspace allows it. Returns the pool and its trace."""
+    params = _corrective_params(options)
+    verdict = classify([s.score for s in reranked], params)
+    kept = keep_for(verdict, reranked, params)
+    trace = {"applied": True, "verdict": verdict, "params": asdict(params), "kept": [s.candidate.chunk_id for s in kept]}
+    web = []
+    if verdict != CORRECT:
+        web, trace["web"] = _web_search(question, query_vector, reranker, options, timings)
+    pool = sorted([*kept, *web], key=lambda s: (-s.score, s.candidate.chunk_id))[: options.rerank_top_n]
+    trace["pool"] = [{"chunk_id": s.candidate.chunk_id, "score": s.score, "web": s.candidate.url is not None} for s in pool]
+    return pool, trace
+
+
+def _empty_reason(reranked, corrective: dict) -> str:
+    if not reranked:
+        return "no passage was retrieved"
+    best = max(s.score for s in reranked)
+    lower = corrective.get("params", {}).get("lower", 0.0)
+    web = "" if corrective.get("web", {}).get("results") else " and the web added nothing"
+    return f"retrieval was {corrective.get('verdict', 'incorrect')}: the best relevance {best:.3f} is below the lower threshold {lower:.3f}{web}"
+
+
+def _web_search(question, query_vector, reranker, options, timings: _Timings) -> tuple[list, dict]:
+    if not options.web_search_enabled:
+        return [], {"searched": False, "reason": "web search is off for this workspace"}
+    if not settings.TAVILY_API_KEY:
+        return [], {"searched": False, "reason": "no TAVILY_API_KEY is configured"}
+    query = keyword_rewrite(question)
+    search = TavilySearch(api_key=settings.TAVILY_API_KEY, base_url=settings.TAVILY_BASE_URL, timeout_s=settings.WEB_SEARCH_TIMEOUT_S)
+    try:
+        with timings.stage("web_search"):
+            results = search.search(query, max_results=options.web_results)
+    except WebSearchError as exc:
+        return [], {"searched": True, "provider": search.name, "query": query, "rewrite": "local keywords", "error": str(exc)}
+    scored = reranker.rerank(question, query_vector, as_candidates(results))
+    found = [{"url": s.candidate.url, "title": s.candidate.document_title, "score": s.score} for s in scored]
+    return scored, {"searched": True, "provider": search.name, "query": query, "rewrite": "local keywords", "results": found}
+
+
+def _refine(pool, query_vector, embedder, options, corrective: dict, timings: _Timings) -> dict:
+    """chunk id → the text the generator sees (verified mode strips passages to their strongest sentences)."""
+    if not corrective.get("applied") or not pool:
+        return {}
+    with timings.stage("refine"):
+        refined = refine(pool, query_vector, embedder, _corrective_params(options))
+    corrective["refined"] = [
+        {
+            "chunk_id": r.scored.candidate.chunk_id,
+            "kept_sentences": r.kept_sentences,
+            "sentences": r.total_sentences,
+            "whole_chunk": r.whole_chunk,
+        }
+        for r in refined
+    ]
+    return {r.scored.candidate.chunk_id: r.text for r in refined}
+
+
+def _corrective_params(options) -> CorrectiveParams:
+    return CorrectiveParams(upper=options.crag_upper, lower=options.crag_lower, strip_threshold=options.strip_threshold)
+
+
+def _answer(gate, query_vector, sources, refined: dict, embedder, options, timings: _Timings):
+    """Generate from the refined texts and verify against the whole passages, unless the
+    gate refused: a refusal costs no generation."""
     if not gate.passed:
         return Answer(text=REFUSAL, claims=(), insufficient=True, provider="gate"), []
+    seen = [replace(c, text=refined.get(c.chunk_id, c.text)) for c in sources]
     with timings.stage("generate"):
-        answer = local_extractive_answer(query_vector, sources, embedder, ExtractiveParams(max_claims=options.answer_max_claims))
+        answer = local_extractive_answer(query_vector, seen, embedder, ExtractiveParams(max_claims=options.answer_max_claims))
     with timings.stage("verify"):
         verified = verify_answer(answer, sources, locator_threshold=options.locator_threshold)
     return answer, verified
@@ -121,6 +195,10 @@ def _audit_payload(run: QueryRun, options, params: RetrievalParams, candidates, 
             "retrieval": asdict(params),
             "gate_threshold": options.gate_threshold,
             "rerank_top_n": options.rerank_top_n,
+            "crag_upper": options.crag_upper,
+            "crag_lower": options.crag_lower,
+            "strip_threshold": options.strip_threshold,
+            "web_search_enabled": options.web_search_enabled,
             "locator_threshold": options.locator_threshold,
             "answer_max_claims": options.answer_max_claims,
         },
@@ -173,6 +251,7 @@ def _source_row(index: int, c) -> dict:
         "fused_score": c.fused_score,
         "dense_score": c.dense_score,
         "keyword_score": c.keyword_score,
+        "url": c.url,
     }
 
 

@@ -72,6 +72,14 @@ class WorkspaceSettings(models.Model):
     # Verified mode refuses when the best reranked passage scores below this (0–1).
     gate_threshold = models.FloatField(default=0.35)
     rerank_top_n = models.PositiveIntegerField(default=5)
+    # Corrective RAG: the best passage at or above `crag_upper` is Correct, below
+    # `crag_lower` Incorrect, Ambiguous between; kept passages are stripped to their
+    # sentences scoring at or above `strip_threshold` (all 0–1).
+    crag_upper = models.FloatField(default=0.55)
+    crag_lower = models.FloatField(default=0.35)
+    strip_threshold = models.FloatField(default=0.3)
+    web_search_enabled = models.BooleanField(default=False)
+    web_results = models.PositiveIntegerField(default=5)
     answer_max_claims = models.PositiveIntegerField(default=3)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -81,6 +89,11 @@ class WorkspaceSettings(models.Model):
             models.CheckConstraint(condition=models.Q(locator_threshold__gte=0, locator_threshold__lte=100), name="settings_locator_0_100"),
             models.CheckConstraint(condition=models.Q(gate_threshold__gte=0, gate_threshold__lte=1), name="settings_gate_0_1"),
             models.CheckConstraint(condition=models.Q(rerank_top_n__gte=1), name="settings_top_n_positive"),
+            models.CheckConstraint(
+                condition=models.Q(crag_lower__gte=0, crag_lower__lte=models.F("crag_upper"), crag_upper__lte=1),
+                name="settings_crag_lower_le_upper",
+            ),
+            models.CheckConstraint(condition=models.Q(strip_threshold__gte=0, strip_threshold__lte=1), name="settings_strip_0_1"),
         ]
 
     def __str__(self) -> str:

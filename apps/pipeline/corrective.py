@@ -1,0 +1,74 @@
+"""Corrective RAG: judge the retrieved passages, keep only what bears on the question,
+and decide whether the web must be asked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from apps.pipeline.rerank import Scored, content_terms
+from apps.pipeline.text import sentence_spans
+
+CORRECT, AMBIGUOUS, INCORRECT = "correct", "ambiguous", "incorrect"
+
+
+@dataclass(frozen=True)
+class CorrectiveParams:
+    upper: float = 0.55
+    lower: float = 0.35
+    strip_threshold: float = 0.3
+
+
+@dataclass(frozen=True)
+class Refined:
+    """A kept passage and the text the generator sees: its strongest sentences. Quotes are
+    still verified against the whole passage, where they stand verbatim."""
+
+    scored: Scored
+    text: str
+    kept_sentences: int
+    total_sentences: int
+    whole_chunk: bool
+
+
+def classify(scores: list[float], params: CorrectiveParams) -> str:
+    """Correct when the best passage reaches the upper threshold, Incorrect when it is
+    below the lower one (or there is none), Ambiguous in between."""
+    top = max(scores, default=None)
+    if top is not None and top >= params.upper:
+        return CORRECT
+    if top is None or top < params.lower:
+        return INCORRECT
+    return AMBIGUOUS
+
+
+def keep_for(verdict: str, scored: list[Scored], params: CorrectiveParams) -> list[Scored]:
+    """Internal passages worth refining: none when retrieval was Incorrect, else those at
+    or above the lower threshold."""
+    if verdict == INCORRECT:
+        return []
+    return [s for s in scored if s.score >= params.lower]
+
+
+def refine(scored: list[Scored], question_vector: np.ndarray, embedder, params: CorrectiveParams) -> list[Refined]:
+    """Strip each kept passage to its sentences scoring at or above the strip threshold,
+    in their order (merged back into one text); the whole passage when none does."""
+    groups = [[scored_s.candidate.text[s.start : s.end] for s in sentence_spans(scored_s.candidate.text)] for scored_s in scored]
+    flat = [sentence for group in groups for sentence in group]
+    sims = embedder.embed(flat) @ question_vector if flat else np.zeros(0)
+    refined, offset = [], 0
+    for item, group in zip(scored, groups, strict=True):
+        keep = [sentence for sentence, sim in zip(group, sims[offset : offset + len(group)], strict=True) if sim >= params.strip_threshold]
+        offset += len(group)
+        if keep and len(keep) < len(group):
+            refined.append(Refined(item, " ".join(keep), len(keep), len(group), False))
+        else:
+            refined.append(Refined(item, item.candidate.text, len(group), len(group), True))
+    return refined
+
+
+def keyword_rewrite(question: str) -> str:
+    """A web-search query from the question's content words, when no LLM can rewrite it."""
+    seen = dict.fromkeys(word for word in question.replace("?", " ").split() if content_terms(word))
+    return " ".join(seen) or question

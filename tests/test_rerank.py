@@ -73,3 +73,17 @@ def test_a_model_that_does_not_load_falls_back_to_the_local_reranker(tmp_path, e
         reranker = get_reranker(str(tmp_path / "no-such-model"), embedder)
     assert isinstance(reranker, LocalReranker)
     assert "did not load" in caplog.text
+
+
+def test_the_embedder_encodes_a_text_once_and_answers_the_same_vector_from_its_cache(embedder):
+    from apps.pipeline.embedding import Embedder
+
+    fresh = Embedder(default_model_path(), cache_size=2)
+    first = fresh.embed(["alpha beta", "gamma delta", "alpha beta"])
+    assert first.shape == (3, 384)
+    assert np.array_equal(first[0], first[2])
+    assert list(fresh._cache) == ["alpha beta", "gamma delta"]
+    again = fresh.embed(["gamma delta", "epsilon"])
+    assert np.array_equal(again[0], first[1])
+    assert list(fresh._cache) == ["gamma delta", "epsilon"], "least recently used goes first"
+    assert np.allclose(np.linalg.norm(again, axis=1), 1.0, atol=1e-5)

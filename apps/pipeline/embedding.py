@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from functools import cache
 
 import numpy as np
 
 DIMENSIONS = 384
+# One question embeds the same sentences in several stages (reranking, refinement,
+# extractive generation); recently seen texts are not encoded twice.
+CACHE_SIZE = 8192
 
 
 class Embedder:
-    def __init__(self, model_name_or_path: str, batch_size: int = 32):
+    def __init__(self, model_name_or_path: str, batch_size: int = 32, cache_size: int = CACHE_SIZE):
         self.model_name_or_path = model_name_or_path
         self.batch_size = batch_size
+        self.cache_size = cache_size
         self._model = None
         self._lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @property
     def model(self):
@@ -32,8 +38,32 @@ class Embedder:
         """Unit-length float32 vectors, one row per text."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        found = self._recall(texts)
+        missing = [t for t in dict.fromkeys(texts) if t not in found]
+        if missing:
+            vectors = self._encode(missing)
+            found.update(zip(missing, vectors, strict=True))
+            self._remember(missing, vectors)
+        return np.stack([found[t] for t in texts])
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
         vectors = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
+
+    def _recall(self, texts: list[str]) -> dict[str, np.ndarray]:
+        with self._lock:
+            found = {t: self._cache[t] for t in set(texts) if t in self._cache}
+            for t in found:
+                self._cache.move_to_end(t)
+            return found
+
+    def _remember(self, texts: list[str], vectors: np.ndarray) -> None:
+        with self._lock:
+            for text, vector in zip(texts, vectors, strict=True):
+                self._cache[text] = vector
+                self._cache.move_to_end(text)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
 
 
 def default_model_path() -> str:

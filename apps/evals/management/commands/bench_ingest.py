@@ -14,7 +14,7 @@ from apps.core.worker import celery_worker_command
 from apps.documents.models import Chunk, Document
 from apps.documents.services import document_create
 from apps.evals.bench import emit, progress, temporary_workspace
-from apps.pipeline.embedding import get_embedder
+from apps.pipeline.embedding import Embedder, default_model_path
 from trustrag_site.celery import app
 
 
@@ -89,7 +89,8 @@ def _embed_only_rate(texts: list[str]) -> float:
     """The same chunk texts through the same embedder and batch size, nothing else."""
     if not texts:
         return 0.0
-    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    # An embedder of its own, so that nothing this process embedded before is cached.
+    embedder = Embedder(settings.EMBEDDING_MODEL or default_model_path(), settings.EMBEDDING_BATCH_SIZE, cache_size=0)
     embedder.embed(["warm up"])
     started = time.perf_counter()
     embedder.embed(texts)

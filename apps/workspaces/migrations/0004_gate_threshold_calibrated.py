@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('workspaces', '0003_corrective_rag'),
+        ("workspaces", "0003_corrective_rag"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='workspacesettings',
-            name='gate_threshold',
+            model_name="workspacesettings",
+            name="gate_threshold",
             field=models.FloatField(default=0.5),
         ),
     ]

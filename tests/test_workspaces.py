@@ -70,3 +70,26 @@ def test_deleting_a_workspace_removes_everything_in_it_audit_trail_included(pers
     assert not default_storage.exists(document.file.name)
     assert AuditRecord.objects.count() == 1, "the other workspace's trail is untouched"
     assert AuditRecord.objects.get().workspace_id == personas.workspace_b.pk
+
+
+def test_a_benchmark_stopped_with_sigterm_still_removes_its_workspace(db):
+    import os
+    import signal
+
+    import pytest
+
+    from apps.evals.bench import temporary_workspace
+
+    slugs = []
+
+    def run_until_killed():
+        with temporary_workspace("sigterm") as workspace:
+            slugs.append(workspace.slug)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as stopped:
+        run_until_killed()
+    assert stopped.value.code == 128 + signal.SIGTERM
+    assert not Workspace.objects.filter(slug=slugs[0]).exists()
+    assert signal.getsignal(signal.SIGTERM) == before, "the previous handler is back"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import signal
 import sys
 import uuid
 from collections.abc import Iterator
@@ -23,11 +24,18 @@ def temporary_workspace(label: str) -> Iterator[Workspace]:
     tag = uuid.uuid4().hex[:10]
     owner = get_user_model().objects.create_user(f"bench-{tag}", password=None)
     workspace = workspace_create(actor=owner, name=f"bench {label} {tag}", slug=f"bench-{label}-{tag}")
+    # A benchmark stopped with SIGTERM (a CI limit, a `kill`) still removes its workspace.
+    previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         yield workspace
     finally:
+        signal.signal(signal.SIGTERM, previous)
         workspace_delete(workspace=workspace, actor=None)
         owner.delete()
+
+
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 def progress(message: str) -> None:

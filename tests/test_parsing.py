@@ -17,7 +17,7 @@ import docx
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from apps.pipeline.parsing import SUPPORTED_EXTENSIONS, Extracted, Page, ParseError, check_supported, extract, extract_text, sniff_kind
+from apps.pipeline.parsing import SUPPORTED_EXTENSIONS, Extracted, Page, ParseError, check_supported, extract, sniff_kind
 
 
 def _docs_dir() -> Path:
@@ -386,10 +386,6 @@ def test_one_enormous_line_is_extracted_whole():
 
 def test_a_markdown_file_that_mentions_a_pdf_header_is_still_text():
     assert extract("formats.md", b"A PDF starts with %PDF-1.7 on its first line.\n").kind == "text"
-
-
-def test_extract_text_returns_the_extracted_text():
-    assert extract_text("notes.txt", b"hello\r\nworld") == "hello\nworld"
 
 
 def test_sniff_kind_tells_text_from_unknown_binary():

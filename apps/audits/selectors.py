@@ -2,23 +2,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import QuerySet
-
-from apps.audits.models import AuditEvent, AuditRecord
+from apps.audits.models import AuditRecord
 from apps.audits.services import GENESIS_HASH, record_hash
 from apps.workspaces.models import Workspace
 
 
-def audit_record_list(*, workspace: Workspace) -> QuerySet[AuditRecord]:
-    return AuditRecord.objects.filter(workspace=workspace).select_related("actor").order_by("-sequence")
-
-
 def audit_record_for_run(*, workspace: Workspace, query_run_id) -> AuditRecord | None:
     return AuditRecord.objects.filter(workspace=workspace, query_run_id=query_run_id).first()
-
-
-def audit_event_list(*, workspace: Workspace) -> QuerySet[AuditEvent]:
-    return AuditEvent.objects.filter(workspace=workspace).select_related("actor")
 
 
 @dataclass(frozen=True)

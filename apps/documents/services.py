@@ -123,7 +123,7 @@ def document_reindex(*, workspace: Workspace, actor, document_id=None) -> int:
 
 def document_mark_failed(*, workspace: Workspace, document_id, message: str) -> None:
     Document.objects.filter(workspace=workspace, pk=document_id).exclude(status=DocumentStatus.READY).update(
-        status=DocumentStatus.FAILED, error=message
+        status=DocumentStatus.FAILED, error=message, updated_at=timezone.now()
     )
 
 
@@ -215,7 +215,7 @@ def _write_chunks(document: Document, extracted: Extracted, drafts, vectors) -> 
 
 
 def _mark_failed(document: Document, message: str) -> Document:
-    Document.objects.filter(pk=document.pk).update(status=DocumentStatus.FAILED, error=message, updated_at=timezone.now())
+    document_mark_failed(workspace=document.workspace, document_id=document.pk, message=message)
     document.refresh_from_db()
     return document
 

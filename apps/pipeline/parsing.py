@@ -126,10 +126,6 @@ def extract(filename: str, data: bytes, *, max_unzipped_bytes: int = 200 * 1024 
     return _extract_text_file(filename, data)
 
 
-def extract_text(filename: str, data: bytes) -> str:
-    return extract(filename, data).text
-
-
 def _assemble(kind: str, texts: list[str], encoding: str | None = None) -> Extracted:
     pages, start = [], 0
     for number, text in enumerate(texts, start=1):

@@ -21,6 +21,7 @@ from rest_framework.authtoken.models import Token
 from apps.core.worker import celery_worker_command
 from apps.workspaces.models import Membership, Role, Workspace
 from tests.factories import PASSWORD, MembershipFactory, UserFactory, WorkspaceFactory
+from tests.fake_services import FakeLLM, running
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,9 +70,43 @@ def _database_url() -> str:
     return f"postgresql://{db['USER']}:{db['PASSWORD']}@/{db['NAME']}?host={db['HOST']}"
 
 
+class _SessionLLM:
+    """One fake LLM server for the whole session, so that worker processes (started with
+    their environment fixed) can be pointed at it too."""
+
+    fake: FakeLLM | None = None
+    url = ""
+
+    @classmethod
+    def start(cls) -> tuple[FakeLLM, str]:
+        if cls.fake is None:
+            cls.fake = FakeLLM()
+            cls._server = running(cls.fake)
+            cls.url = cls._server.__enter__()
+        return cls.fake, cls.url
+
+
+@pytest.fixture
+def fake_llm(settings) -> FakeLLM:
+    """The session's fake Groq/ZhipuAI server, reset, with this process's settings pointed at it
+    and server keys set (per-workspace keys override them)."""
+    fake, url = _SessionLLM.start()
+    fake.reset()
+    settings.GROQ_BASE_URL, settings.ZHIPUAI_BASE_URL = f"{url}/groq", f"{url}/zhipu"
+    settings.GROQ_API_KEY, settings.ZHIPUAI_API_KEY = "gsk_servergroqkey0001", "zhipu-server-key.0002"
+    settings.LLM_TIMEOUT_S = 2.0
+    return fake
+
+
 def worker_env() -> dict[str, str]:
-    """The environment of a worker process that shares this test session's database and broker."""
+    """The environment of a worker process that shares this test session's database and broker.
+    It knows where the fake LLM server is but has no server keys: a workspace that wants an LLM
+    provider in a worker test sets its own key."""
+    _, llm_url = _SessionLLM.start()
     return os.environ | {
+        "GROQ_BASE_URL": f"{llm_url}/groq",
+        "ZHIPUAI_BASE_URL": f"{llm_url}/zhipu",
+        "LLM_TIMEOUT_S": "10",
         "DATABASE_URL": _database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "SECRET_KEY": settings.SECRET_KEY,

@@ -64,7 +64,11 @@ def test_question_is_answered_with_located_quotes_and_recorded_in_the_audit_trai
     response = client.post(reverse("ask", args=["acme"]), {"question": "How tall is the Skerryvore lighthouse?", "mode": "verified"})
     assert response.status_code == 302
     run = QueryRun.objects.get(workspace=personas.workspace_a)
-    assert run.status == "done"
+    assert response["Location"].endswith(f"/answers/{run.pk}/"), "the page shows the run while the worker answers it"
+    run = wait_until(lambda: QueryRun.objects.filter(pk=run.pk, status="done").first(), what="the worker to answer")
+    assert [s["name"] for s in run.stages] == list(QueryRun.STAGES)
+    assert run.risk in {"low", "medium", "high"}
+    assert 0 <= run.confidence <= 1
     assert not run.insufficient
     assert any("48 metres" in claim["quote"] for claim in run.claims)
     for claim in run.claims:
@@ -130,8 +134,9 @@ def test_a_question_nothing_answers_is_refused_honestly(personas, celery_worker)
     response = personas.client("member").post(
         reverse("ask", args=["acme"]), {"question": "What is the orbital period of Neptune's moon Triton?", "mode": "verified"}
     )
-    run = QueryRun.objects.get(workspace=personas.workspace_a)
+    run = wait_until(lambda: QueryRun.objects.filter(workspace=personas.workspace_a, status="done").first(), what="the worker to answer")
     assert run.insufficient
+    assert run.risk == "low", "an honest refusal asserts nothing"
     assert run.claims == []
     assert "sufficient information" in personas.client("member").get(response["Location"]).content.decode()
 

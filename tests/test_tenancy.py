@@ -33,6 +33,8 @@ def page_urls(p, o) -> list[tuple[str, str]]:
         ("post", reverse("members", args=[slug])),
         ("post", reverse("member_role", args=[slug, o["membership"].pk])),
         ("post", reverse("member_remove", args=[slug, o["membership"].pk])),
+        ("get", reverse("providers", args=[slug])),
+        ("post", reverse("providers", args=[slug])),
     ]
 
 

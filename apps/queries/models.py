@@ -31,9 +31,33 @@ class QueryRun(TenantModel):
     grounding = models.FloatField(null=True, blank=True)
     # The confidence gate's decision: enabled, threshold, top_score, passed, reason.
     gate = models.JSONField(default=dict, blank=True)
+    threshold_override = models.FloatField(null=True, blank=True)
+    actor_label = models.CharField(max_length=200, blank=True)
+    # Live progress: [{"name", "status", "ms", "detail"}] as each stage completes, and the
+    # answer text as the provider streams it.
+    stages = models.JSONField(default=list, blank=True)
+    partial_answer = models.TextField(blank=True)
+    # Every provider attempt: provider, model, outcome, ms, error class and message (no secret).
+    attempts = models.JSONField(default=list, blank=True)
+    # Trust: the three components, the weighted confidence in [0, 1] and the risk label.
+    trust = models.JSONField(default=dict, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    risk = models.CharField(max_length=10, blank=True)
     error = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    STAGES = ("retrieve", "rerank", "correct", "gate", "generate", "verify", "score")
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="queryrun_ws_created")]
+
+    @property
+    def settled(self) -> bool:
+        return self.status in (QueryStatus.DONE, QueryStatus.FAILED)
+
+    @property
+    def stage_rows(self) -> list[dict]:
+        """Every stage in pipeline order, with what is known of it so far."""
+        seen = {s["name"]: s for s in self.stages}
+        return [seen.get(name, {"name": name, "status": "pending"}) for name in self.STAGES]

@@ -15,26 +15,50 @@ from apps.core.errors import ApplicationError
 from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.gate import REFUSAL, confidence_gate
-from apps.pipeline.generation import ExtractiveParams, local_extractive_answer
+from apps.pipeline.providers import ChatProvider, GenerationRequest, LocalProvider, Router
 from apps.pipeline.rerank import get_reranker
 from apps.pipeline.retrieval import RetrievalParams, hybrid_search
+from apps.pipeline.trust import Trust, TrustWeights, source_agreement, trust_score
 from apps.pipeline.types import Answer
 from apps.pipeline.verification import verify_answer
 from apps.pipeline.websearch import TavilySearch, WebSearchError, as_candidates
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
 from apps.workspaces.models import Workspace
-from apps.workspaces.selectors import settings_get
+from apps.workspaces.selectors import provider_secrets, provider_specs_get, settings_get
 
 
-class _Timings(dict):
+class _Progress:
+    """Times each stage and records it on the run as it completes, with the answer text as it
+    streams, so the Ask page can show both live."""
+
+    FLUSH_EVERY_S = 0.25
+
+    def __init__(self, run: QueryRun):
+        self.run = run
+        self.timings: dict[str, float] = {}
+        self._flushed_at = 0.0
+
     @contextmanager
     def stage(self, name: str):
         started = time.perf_counter()
-        yield
-        self[name] = round((time.perf_counter() - started) * 1000, 2)
+        note: dict = {}
+        yield note
+        self.timings[name] = round((time.perf_counter() - started) * 1000, 2)
+        self.mark(name, "done", note.get("detail", ""))
+
+    def mark(self, name: str, status: str, detail: str = "") -> None:
+        self.run.stages = [*self.run.stages, {"name": name, "status": status, "ms": self.timings.get(name), "detail": detail}]
+        QueryRun.objects.filter(pk=self.run.pk).update(stages=self.run.stages)
+
+    def text(self, answer_so_far: str) -> None:
+        now = time.monotonic()
+        if answer_so_far and now - self._flushed_at < self.FLUSH_EVERY_S:
+            return
+        self._flushed_at = now
+        QueryRun.objects.filter(pk=self.run.pk).update(partial_answer=answer_so_far)
 
 
-def query_answer(
+def query_run_create(
     *,
     workspace: Workspace,
     actor,
@@ -43,63 +67,113 @@ def query_answer(
     threshold_override: float | None = None,
     actor_label: str = "",
 ) -> QueryRun:
+    """A validated, queued question; `query_run_execute` answers it."""
     question = _clean_question(question)
     if mode not in QueryMode.values:
         raise ApplicationError(f"Unknown mode “{mode}”; use verified or naive.", field="mode")
     if threshold_override is not None and not 0 <= threshold_override <= 1:
         raise ApplicationError("threshold_override must be between 0 and 1.", field="threshold_override")
+    label = actor_label or (actor.get_username() if actor else "anonymous")
+    return QueryRun.objects.create(
+        workspace=workspace, question=question, mode=mode, threshold_override=threshold_override, asked_by=actor, actor_label=label
+    )
+
+
+def query_run_enqueue(**kwargs) -> QueryRun:
+    """Create the run and hand it to a worker once the transaction commits."""
+    from apps.queries.tasks import run_query
+
+    with transaction.atomic():
+        run = query_run_create(**kwargs)
+        transaction.on_commit(lambda: run_query.delay(str(run.workspace_id), str(run.pk)))
+    return run
+
+
+def query_answer(**kwargs) -> QueryRun:
+    """Answer at once, in this process (the API's synchronous default, `manage.py ask`)."""
+    run = query_run_create(**kwargs)
+    return query_run_execute(workspace=run.workspace, run_id=run.pk)
+
+
+def query_run_execute(*, workspace: Workspace, run_id) -> QueryRun | None:
+    """Claim a queued run and answer it; a run already claimed by another worker is left alone."""
+    claimed = QueryRun.objects.filter(workspace=workspace, pk=run_id, status=QueryStatus.QUEUED).update(status=QueryStatus.RUNNING)
+    run = QueryRun.objects.select_related("asked_by").get(workspace=workspace, pk=run_id)
+    if not claimed:
+        return None if run.status == QueryStatus.RUNNING else run
+    try:
+        return _execute(workspace, run)
+    except Exception as exc:
+        QueryRun.objects.filter(pk=run.pk).update(
+            status=QueryStatus.FAILED, error=f"The question could not be answered ({exc.__class__.__name__})."
+        )
+        raise
+
+
+def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
     options = settings_get(workspace=workspace)
-    run = QueryRun.objects.create(workspace=workspace, question=question, mode=mode, status=QueryStatus.RUNNING, asked_by=actor)
-    started, timings = time.perf_counter(), _Timings()
+    started, progress = time.perf_counter(), _Progress(run)
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
-    with timings.stage("embed_question"):
-        query_vector = embedder.embed([question])[0]
     params = _retrieval_params(options)
-    with timings.stage("retrieve"), transaction.atomic(), connection.cursor() as cursor:
-        candidates = hybrid_search(cursor, workspace_id=workspace.pk, question=question, query_vector=query_vector, params=params)
+    with progress.stage("retrieve") as note:
+        query_vector = embedder.embed([run.question])[0]
+        with transaction.atomic(), connection.cursor() as cursor:
+            candidates = hybrid_search(cursor, workspace_id=workspace.pk, question=run.question, query_vector=query_vector, params=params)
+        note["detail"] = f"{len(candidates)} passages"
     reranker = get_reranker(settings.RERANKER_MODEL, embedder)
-    with timings.stage("rerank"):
-        reranked = reranker.rerank(question, query_vector, candidates)
-    if mode == QueryMode.VERIFIED:
-        pool, corrective = _correct(question, query_vector, reranked, reranker, embedder, options, timings)
+    with progress.stage("rerank") as note:
+        reranked = reranker.rerank(run.question, query_vector, candidates)
+        note["detail"] = f"{reranker.name}" + (f", best {reranked[0].score:.3f}" if reranked else "")
+    if run.mode == QueryMode.VERIFIED:
+        pool, corrective = _correct(run.question, query_vector, reranked, reranker, options, progress)
     else:  # naive mode is plain RAG: no correction, no gate
         pool, corrective = reranked[: options.rerank_top_n], {"applied": False}
-    threshold = options.gate_threshold if threshold_override is None else threshold_override
+        progress.mark("correct", "skipped", "naive mode")
+    threshold = options.gate_threshold if run.threshold_override is None else run.threshold_override
     gate = confidence_gate(
-        [s.score for s in pool], threshold=threshold, enabled=mode == QueryMode.VERIFIED, empty_reason=_empty_reason(reranked, corrective)
+        [s.score for s in pool],
+        threshold=threshold,
+        enabled=run.mode == QueryMode.VERIFIED,
+        empty_reason=_empty_reason(reranked, corrective),
     )
-    refined = _refine(pool, query_vector, embedder, options, corrective, timings)
+    progress.mark("gate", "done" if gate.enabled else "skipped", gate.reason)
+    refined = _refine(pool, query_vector, embedder, options, corrective, progress)
     sources = [s.candidate for s in pool]
-    answer, verified = _answer(gate, query_vector, sources, refined, embedder, options, timings)
+    answer, attempts, verified = _answer(run, gate, query_vector, sources, refined, embedder, options, progress)
+    with progress.stage("score") as note:
+        trust = _trust(answer, verified, pool, gate, embedder, options)
+        note["detail"] = f"confidence {trust.confidence:.0%}, {trust.risk} risk"
 
     scores = {s.candidate.chunk_id: s.score for s in [*reranked, *pool]}
-    _fill_run(run, answer, verified, sources, scores, gate)
+    _fill_run(run, answer, verified, sources, scores, gate, attempts, trust)
     run.duration_ms = int((time.perf_counter() - started) * 1000)
-    trace = {"rerank": _rerank_trace(reranker, reranked, timings), "corrective": corrective, "gate": asdict(gate)}
+    trace = {"rerank": _rerank_trace(reranker, reranked, progress.timings), "corrective": corrective, "gate": asdict(gate)}
     with transaction.atomic():
         run.save()
         audit_record_create(
             workspace=workspace,
-            actor=actor,
-            actor_label=actor_label or (actor.get_username() if actor else "anonymous"),
+            actor=run.asked_by,
+            actor_label=run.actor_label,
             query_run_id=run.pk,
-            payload=_audit_payload(run, options, params, candidates, timings) | trace,
+            payload=_audit_payload(run, options, params, candidates, progress.timings) | trace,
         )
     return run
 
 
-def _correct(question, query_vector, reranked, reranker, embedder, options, timings: _Timings):
+def _correct(question, query_vector, reranked, reranker, options, progress: _Progress):
     """Corrective RAG: classify retrieval, keep what bears on the question, ask the web when
     retrieval was not Correct and the workspace allows it. Returns the pool and its trace."""
-    params = _corrective_params(options)
-    verdict = classify([s.score for s in reranked], params)
-    kept = keep_for(verdict, reranked, params)
-    trace = {"applied": True, "verdict": verdict, "params": asdict(params), "kept": [s.candidate.chunk_id for s in kept]}
-    web = []
-    if verdict != CORRECT:
-        web, trace["web"] = _web_search(question, query_vector, reranker, options, timings)
-    pool = sorted([*kept, *web], key=lambda s: (-s.score, s.candidate.chunk_id))[: options.rerank_top_n]
-    trace["pool"] = [{"chunk_id": s.candidate.chunk_id, "score": s.score, "web": s.candidate.url is not None} for s in pool]
+    with progress.stage("correct") as note:
+        params = _corrective_params(options)
+        verdict = classify([s.score for s in reranked], params)
+        kept = keep_for(verdict, reranked, params)
+        trace = {"applied": True, "verdict": verdict, "params": asdict(params), "kept": [s.candidate.chunk_id for s in kept]}
+        web = []
+        if verdict != CORRECT:
+            web, trace["web"] = _web_search(question, query_vector, reranker, options, progress.timings)
+        pool = sorted([*kept, *web], key=lambda s: (-s.score, s.candidate.chunk_id))[: options.rerank_top_n]
+        trace["pool"] = [{"chunk_id": s.candidate.chunk_id, "score": s.score, "web": s.candidate.url is not None} for s in pool]
+        note["detail"] = f"retrieval {verdict}, {len(kept)} passages kept" + (f", {len(web)} from the web" if web else "")
     return pool, trace
 
 
@@ -112,7 +186,7 @@ def _empty_reason(reranked, corrective: dict) -> str:
     return f"retrieval was {corrective.get('verdict', 'incorrect')}: the best relevance {best:.3f} is below the lower threshold {lower:.3f}{web}"
 
 
-def _web_search(question, query_vector, reranker, options, timings: _Timings) -> tuple[list, dict]:
+def _web_search(question, query_vector, reranker, options, timings: dict) -> tuple[list, dict]:
     if not options.web_search_enabled:
         return [], {"searched": False, "reason": "web search is off for this workspace"}
     if not settings.TAVILY_API_KEY:
@@ -120,8 +194,9 @@ def _web_search(question, query_vector, reranker, options, timings: _Timings) ->
     query = keyword_rewrite(question)
     search = TavilySearch(api_key=settings.TAVILY_API_KEY, base_url=settings.TAVILY_BASE_URL, timeout_s=settings.WEB_SEARCH_TIMEOUT_S)
     try:
-        with timings.stage("web_search"):
-            results = search.search(query, max_results=options.web_results)
+        started = time.perf_counter()
+        results = search.search(query, max_results=options.web_results)
+        timings["web_search"] = round((time.perf_counter() - started) * 1000, 2)
     except WebSearchError as exc:
         return [], {"searched": True, "provider": search.name, "query": query, "rewrite": "local keywords", "error": str(exc)}
     scored = reranker.rerank(question, query_vector, as_candidates(results))
@@ -129,12 +204,13 @@ def _web_search(question, query_vector, reranker, options, timings: _Timings) ->
     return scored, {"searched": True, "provider": search.name, "query": query, "rewrite": "local keywords", "results": found}
 
 
-def _refine(pool, query_vector, embedder, options, corrective: dict, timings: _Timings) -> dict:
+def _refine(pool, query_vector, embedder, options, corrective: dict, progress: _Progress) -> dict:
     """chunk id → the text the generator sees (verified mode strips passages to their strongest sentences)."""
     if not corrective.get("applied") or not pool:
         return {}
-    with timings.stage("refine"):
-        refined = refine(pool, query_vector, embedder, _corrective_params(options))
+    started = time.perf_counter()
+    refined = refine(pool, query_vector, embedder, _corrective_params(options))
+    progress.timings["refine"] = round((time.perf_counter() - started) * 1000, 2)
     corrective["refined"] = [
         {
             "chunk_id": r.scored.candidate.chunk_id,
@@ -151,28 +227,60 @@ def _corrective_params(options) -> CorrectiveParams:
     return CorrectiveParams(upper=options.crag_upper, lower=options.crag_lower, strip_threshold=options.strip_threshold)
 
 
-def _answer(gate, query_vector, sources, refined: dict, embedder, options, timings: _Timings):
-    """Generate from the refined texts and verify against the whole passages, unless the
-    gate refused: a refusal costs no generation."""
+def _answer(run, gate, query_vector, sources, refined: dict, embedder, options, progress: _Progress):
+    """Generate from the refined texts through the provider router and verify against the
+    whole passages, unless the gate refused: a refusal costs no generation."""
     if not gate.passed:
-        return Answer(text=REFUSAL, claims=(), insufficient=True, provider="gate"), []
+        for name in ("generate", "verify"):
+            progress.mark(name, "skipped", "refused by the confidence gate")
+        return Answer(text=REFUSAL, claims=(), insufficient=True, provider="gate"), [], []
     seen = [replace(c, text=refined.get(c.chunk_id, c.text)) for c in sources]
-    with timings.stage("generate"):
-        answer = local_extractive_answer(query_vector, seen, embedder, ExtractiveParams(max_claims=options.answer_max_claims))
-    with timings.stage("verify"):
+    request = GenerationRequest(run.question, query_vector, seen, options.answer_max_claims)
+    with progress.stage("generate") as note:
+        answer, attempts = _router(options, embedder).generate(request, progress.text)
+        note["detail"] = " → ".join(f"{a.provider} {a.outcome}" for a in attempts)
+    with progress.stage("verify") as note:
         verified = verify_answer(answer, sources, locator_threshold=options.locator_threshold)
-    return answer, verified
+        note["detail"] = f"{sum(v.faithful for v in verified)} of {len(verified)} claims faithful"
+    return answer, [asdict(a) for a in attempts], verified
 
 
-def _fill_run(run: QueryRun, answer: Answer, verified, sources, scores: dict, gate) -> None:
+def _router(options, embedder) -> Router:
+    providers = [
+        LocalProvider(embedder) if spec.name == "local" else ChatProvider(spec, timeout_s=settings.LLM_TIMEOUT_S)
+        for spec in provider_specs_get(options=options)
+    ]
+    return Router(providers, secrets=provider_secrets(options=options))
+
+
+def _trust(answer: Answer, verified, pool, gate, embedder, options) -> Trust:
+    weights = TrustWeights(
+        retrieval=options.trust_weight_retrieval,
+        agreement=options.trust_weight_agreement,
+        grounding=options.trust_weight_grounding,
+        low_cutoff=options.risk_low_cutoff,
+        medium_cutoff=options.risk_medium_cutoff,
+    )
+    retrieval = max((s.score for s in pool), default=None)
+    refused = answer.insufficient and not verified
+    agreement = 0.0 if refused else source_agreement([v.claim.text for v in verified], [s.candidate for s in pool], embedder)
+    return trust_score(retrieval=retrieval, agreement=agreement, verified=verified, refused=refused, weights=weights)
+
+
+def _fill_run(run: QueryRun, answer: Answer, verified, sources, scores: dict, gate, attempts: list[dict], trust: Trust) -> None:
     claims = [_claim_row(v) for v in verified]
     run.answer = answer.text
+    run.partial_answer = answer.text
     run.insufficient = answer.insufficient
     run.provider = answer.provider
     run.claims = claims
     run.sources = [_source_row(i, c) | {"rerank_score": scores[c.chunk_id]} for i, c in enumerate(sources, 1)]
     run.grounding = (sum(c["faithful"] for c in claims) / len(claims)) if claims else None
     run.gate = asdict(gate)
+    run.attempts = attempts
+    run.trust = {"retrieval": trust.retrieval, "agreement": trust.agreement, "grounding": trust.grounding, "reasons": list(trust.reasons)}
+    run.confidence = trust.confidence
+    run.risk = trust.risk
     run.status = QueryStatus.DONE
 
 
@@ -201,14 +309,18 @@ def _audit_payload(run: QueryRun, options, params: RetrievalParams, candidates, 
             "web_search_enabled": options.web_search_enabled,
             "locator_threshold": options.locator_threshold,
             "answer_max_claims": options.answer_max_claims,
+            "provider_order": [spec.name for spec in provider_specs_get(options=options)],
+            "trust_weights": [options.trust_weight_retrieval, options.trust_weight_agreement, options.trust_weight_grounding],
+            "risk_cutoffs": [options.risk_low_cutoff, options.risk_medium_cutoff],
         },
         "stages": {
             "retrieve": {"candidates": [asdict(c) | {"text": None} for c in candidates], "ms": timings.get("retrieve")},
             "generate": {"provider": run.provider, "insufficient": run.insufficient, "answer": run.answer, "ms": timings.get("generate")},
             "verify": {"claims": run.claims, "ms": timings.get("verify")},
         },
-        "provider_attempts": [] if run.provider == "gate" else [{"provider": run.provider, "outcome": "ok", "ms": timings.get("generate")}],
+        "provider_attempts": run.attempts,
         "grounding": run.grounding,
+        "trust": run.trust | {"confidence": run.confidence, "risk": run.risk},
         "timings_ms": dict(timings),
     }
 

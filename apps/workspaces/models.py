@@ -82,6 +82,18 @@ class WorkspaceSettings(models.Model):
     web_search_enabled = models.BooleanField(default=False)
     web_results = models.PositiveIntegerField(default=5)
     answer_max_claims = models.PositiveIntegerField(default=3)
+    # Generation: provider names in the order to try them ("groq,zhipuai,local"); empty is the
+    # server's order (every provider with a key, then local). Keys are Fernet tokens, never shown.
+    provider_order = models.CharField(max_length=60, blank=True, default="")
+    groq_api_key_encrypted = models.TextField(blank=True, default="")
+    zhipuai_api_key_encrypted = models.TextField(blank=True, default="")
+    # Trust score: weights of retrieval confidence, source agreement and answer grounding,
+    # and the confidence at or above which risk is Low, and Medium.
+    trust_weight_retrieval = models.FloatField(default=0.4)
+    trust_weight_agreement = models.FloatField(default=0.3)
+    trust_weight_grounding = models.FloatField(default=0.3)
+    risk_low_cutoff = models.FloatField(default=0.75)
+    risk_medium_cutoff = models.FloatField(default=0.5)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -95,6 +107,17 @@ class WorkspaceSettings(models.Model):
                 name="settings_crag_lower_le_upper",
             ),
             models.CheckConstraint(condition=models.Q(strip_threshold__gte=0, strip_threshold__lte=1), name="settings_strip_0_1"),
+            models.CheckConstraint(
+                condition=models.Q(trust_weight_retrieval__gte=0, trust_weight_agreement__gte=0, trust_weight_grounding__gte=0)
+                & (
+                    models.Q(trust_weight_retrieval__gt=0) | models.Q(trust_weight_agreement__gt=0) | models.Q(trust_weight_grounding__gt=0)
+                ),
+                name="settings_trust_weights_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(risk_medium_cutoff__gte=0, risk_medium_cutoff__lte=models.F("risk_low_cutoff"), risk_low_cutoff__lte=1),
+                name="settings_risk_cutoffs_ordered",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -6,11 +6,14 @@ from django.db.models import Q
 from django.utils.text import slugify
 
 from apps.audits.services import audit_event_record
+from apps.core.crypto import encrypt
 from apps.core.errors import ApplicationError
 from apps.core.tenancy import check_role
+from apps.pipeline.providers import PROVIDERS
 from apps.workspaces.models import Membership, Role, Workspace, WorkspaceSettings
 
 User = get_user_model()
+CHAT_PROVIDERS = ("groq", "zhipuai")
 
 
 def workspace_create(*, actor, name: str, slug: str = "") -> Workspace:
@@ -124,3 +127,46 @@ def _delete_files(names: list[str]) -> None:
 
     for name in names:
         default_storage.delete(name)
+
+
+def settings_providers_update(
+    *,
+    workspace: Workspace,
+    actor: Membership,
+    provider_order: list[str],
+    keys: dict[str, str],
+    clear: set[str],
+) -> WorkspaceSettings:
+    """Set the order of LLM providers and the workspace's own keys. A key is stored encrypted
+    and never shown again; the audit event says what changed, never the key."""
+    check_role(actor, Role.ADMIN)
+    order = _provider_order(provider_order)
+    with transaction.atomic():
+        options = WorkspaceSettings.objects.select_for_update().get(workspace=workspace)
+        before = options.provider_order
+        changed_keys = {}
+        for name in CHAT_PROVIDERS:
+            field = f"{name}_api_key_encrypted"
+            if name in clear and getattr(options, field):
+                setattr(options, field, "")
+                changed_keys[name] = "cleared"
+            elif keys.get(name, "").strip():
+                setattr(options, field, encrypt(keys[name].strip()))
+                changed_keys[name] = "set"
+        options.provider_order = order
+        options.save()
+        data = {"provider_order": {"from": before or "server default", "to": order or "server default"}, "keys": changed_keys}
+        audit_event_record(workspace=workspace, actor=actor.user, action="settings.providers", data=data)
+    return options
+
+
+def _provider_order(names: list[str]) -> str:
+    names = [n.strip().lower() for n in names if n.strip()]
+    unknown = [n for n in names if n not in PROVIDERS]
+    if unknown:
+        raise ApplicationError(f"Unknown provider “{unknown[0]}”; choose from {', '.join(PROVIDERS)}.", field="provider_order")
+    if len(set(names)) != len(names):
+        raise ApplicationError("Name each provider once.", field="provider_order")
+    if "local" in names and names[-1] != "local":
+        raise ApplicationError("The local provider always comes last: it is the fallback that never fails.", field="provider_order")
+    return ",".join(n for n in names if n != "local")

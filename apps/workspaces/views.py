@@ -10,9 +10,9 @@ from apps.core.errors import ApplicationError
 from apps.core.tenancy import workspace_view
 from apps.core.views import call_service
 from apps.workspaces import services
-from apps.workspaces.forms import MemberAddForm, MemberRoleForm, WorkspaceCreateForm
+from apps.workspaces.forms import MemberAddForm, MemberRoleForm, ProvidersForm, WorkspaceCreateForm
 from apps.workspaces.models import Role
-from apps.workspaces.selectors import membership_list, membership_list_for_user
+from apps.workspaces.selectors import membership_list, membership_list_for_user, provider_specs_get, settings_get
 
 
 @login_required
@@ -73,3 +73,18 @@ def _run_member_action(request, service, *, done: str, **kwargs) -> None:
         messages.error(request, exc.message)
     else:
         messages.success(request, done)
+
+
+@workspace_view(write=Role.ADMIN)
+def providers(request):
+    options = settings_get(workspace=request.workspace)
+    form = ProvidersForm(request.POST or None, initial={"provider_order": options.provider_order.replace(",", ", ")})
+    if request.method == "POST" and form.is_valid():
+        saved = call_service(
+            form, services.settings_providers_update, workspace=request.workspace, actor=request.membership, **form.service_kwargs()
+        )
+        if saved is not None:
+            messages.success(request, "Provider settings saved.")
+            return redirect("providers", slug=request.workspace.slug)
+    context = {"form": form, "options": options, "specs": provider_specs_get(options=options)}
+    return render(request, "workspaces/providers.html", context, status=400 if form.errors else 200)

@@ -1,0 +1,266 @@
+"""Generation through the provider router: the real `groq` and `zhipuai` clients against a fake
+OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import time
+
+import numpy as np
+import pytest
+from django.urls import reverse
+
+from apps.audits.models import AuditEvent, AuditRecord
+from apps.core.crypto import decrypt
+from apps.documents import services as documents
+from apps.pipeline.prompting import UnusableOutput, parse_answer, partial_answer
+from apps.pipeline.providers import ChatProvider, GenerationRequest, ProviderSpec, Router
+from apps.pipeline.types import Candidate
+from apps.queries.services import query_answer
+from apps.workspaces.models import WorkspaceSettings
+from tests.fake_services import answer_json
+
+LIGHTHOUSE = (
+    "Skerryvore is a lighthouse on a reef off the west coast of Scotland. It was built between 1838 and 1844 "
+    "by Alan Stevenson. The tower is 48 metres tall, the tallest lighthouse in Scotland. "
+    "The light was automated in 1972 and is now monitored from Edinburgh."
+)
+TALL = "The tower is 48 metres tall, the tallest lighthouse in Scotland."
+BUILT = "It was built between 1838 and 1844 by Alan Stevenson."
+GOOD = answer_json(("Skerryvore's tower is 48 metres tall.", 1, TALL))
+SECRET = "gsk_servergroqkey0001"
+
+
+@pytest.fixture
+def lighthouse(personas):
+    document, _ = documents.document_create(
+        workspace=personas.workspace_a, actor=None, filename="skerryvore.txt", data=LIGHTHOUSE.encode(), enqueue=False
+    )
+    documents.document_ingest(workspace=personas.workspace_a, document_id=document.pk)
+    return document
+
+
+def ask(personas, question="How tall is the Skerryvore lighthouse?", **kwargs):
+    return query_answer(workspace=personas.workspace_a, actor=personas.member.user, question=question, **kwargs)
+
+
+def outcomes(run) -> list[tuple[str, str]]:
+    return [(a["provider"], a["outcome"]) for a in run.attempts]
+
+
+def test_groq_answers_with_claims_whose_quotes_are_located_in_the_source(personas, lighthouse, fake_llm):
+    fake_llm.script("groq", {"content": GOOD})
+    run = ask(personas)
+    assert outcomes(run) == [("groq", "ok")]
+    assert run.provider == "groq"
+    assert run.answer == "Skerryvore's tower is 48 metres tall."
+    (claim,) = run.claims
+    assert claim["quote_status"] == "located"
+    assert LIGHTHOUSE[claim["start"] : claim["end"]] == TALL
+    (call,) = fake_llm.calls("groq")
+    assert call["path"] == "/groq/openai/v1/chat/completions"
+    assert call["authorization"] == f"Bearer {SECRET}"
+    assert call["body"]["response_format"] == {"type": "json_object"}
+    assert call["body"]["model"] == "llama-3.1-8b-instant"
+    prompt = call["body"]["messages"][-1]["content"]
+    assert "[1] skerryvore" in prompt, "the prompt numbers the sources"
+    assert "verbatim" in call["body"]["messages"][0]["content"]
+
+
+def test_a_rate_limited_groq_falls_back_to_zhipuai(personas, lighthouse, fake_llm):
+    fake_llm.script("groq", {"status": 429, "error": "rate limit reached"})
+    fake_llm.script("zhipuai", {"content": GOOD})
+    run = ask(personas)
+    assert outcomes(run) == [("groq", "failed"), ("zhipuai", "ok")]
+    assert run.attempts[0]["error_class"] == "RateLimitError"
+    assert "429" in run.attempts[0]["message"]
+    assert fake_llm.calls("zhipuai")[0]["path"] == "/zhipu/chat/completions"
+    assert fake_llm.calls("zhipuai")[0]["body"]["model"] == "glm-4-flash"
+    assert len(fake_llm.calls("groq")) == 1, "the client's own retries are off"
+    assert run.provider == "zhipuai"
+    assert run.claims[0]["quote_status"] == "located"
+
+
+def test_when_both_providers_fail_the_local_provider_answers(personas, lighthouse, fake_llm):
+    fake_llm.script("groq", {"status": 500, "error": "boom"})
+    fake_llm.script("zhipuai", {"status": 503, "error": "overloaded"})
+    run = ask(personas)
+    assert outcomes(run) == [("groq", "failed"), ("zhipuai", "failed"), ("local", "ok")]
+    assert [a["error_class"] for a in run.attempts[:2]] == ["InternalServerError", "APIServerFlowExceedError"]
+    assert run.provider == "local"
+    assert any("48 metres" in c["quote"] for c in run.claims)
+
+
+def test_a_groq_timeout_hands_over_to_zhipuai_within_the_timeout_plus_one_second(personas, lighthouse, fake_llm, settings):
+    settings.LLM_TIMEOUT_S = 1.0
+    fake_llm.script("groq", {"content": GOOD, "delay": 4})
+    fake_llm.script("zhipuai", {"content": GOOD})
+    started = time.monotonic()
+    run = ask(personas)
+    assert outcomes(run) == [("groq", "failed"), ("zhipuai", "ok")]
+    assert run.attempts[0]["error_class"] == "APITimeoutError"
+    zhipu_done = run.attempts[0]["ms"] + run.attempts[1]["ms"]
+    assert zhipu_done < (1.0 + 1.0) * 1000
+    assert time.monotonic() - started < 4, "the slow reply was not waited for"
+
+
+def test_a_stream_that_trickles_past_the_timeout_is_abandoned(personas, lighthouse, fake_llm, settings):
+    settings.LLM_TIMEOUT_S = 1.0
+    fake_llm.script("groq", {"content": GOOD, "chunk_delay": 0.3})
+    fake_llm.script("zhipuai", {"content": GOOD})
+    run = ask(personas)
+    assert outcomes(run) == [("groq", "failed"), ("zhipuai", "ok")]
+    assert run.attempts[0]["error_class"] == "Timeout"
+
+
+def test_invalid_json_gets_one_repair_attempt_then_the_next_provider(personas, lighthouse, fake_llm):
+    fake_llm.script("groq", {"content": "Sure! The tower is tall."}, {"content": "{not json"})
+    fake_llm.script("zhipuai", {"content": "```json\n" + GOOD + "\n```"})
+    run = ask(personas)
+    assert outcomes(run) == [("groq", "failed"), ("zhipuai", "ok")]
+    assert run.attempts[0]["error_class"] == "UnusableOutput"
+    assert run.attempts[0]["repaired"] is True
+    _first, repair = fake_llm.calls("groq")
+    assert repair["body"]["messages"][-2] == {"role": "assistant", "content": "Sure! The tower is tall."}
+    assert "could not be read" in repair["body"]["messages"][-1]["content"]
+    assert run.provider == "zhipuai", "code fences around the JSON are tolerated"
+
+
+def test_a_successful_repair_keeps_the_provider(personas, lighthouse, fake_llm):
+    fake_llm.script("groq", {"content": '{"answer": "tall"}'}, {"content": GOOD})
+    run = ask(personas)
+    assert outcomes(run) == [("groq", "ok")]
+    assert run.attempts[0]["repaired"] is True
+
+
+def test_a_quote_that_is_not_in_its_source_is_flagged_end_to_end(personas, lighthouse, fake_llm):
+    invented = "The tower is 61 metres tall and was painted red in 1901."
+    fake_llm.script(
+        "groq", {"content": answer_json(("The tower is 61 metres tall.", 1, invented), ("It was built by Alan Stevenson.", 1, BUILT))}
+    )
+    run = ask(personas)
+    fabricated, real = run.claims
+    assert fabricated["quote_status"] == "hallucinated_quote"
+    assert fabricated["verdict"] == "hallucinated_quote"
+    assert fabricated["faithful"] is False
+    assert real["quote_status"] == "located"
+    assert run.risk != "low", "an answer with a fabricated quote is never Low risk"
+    record = AuditRecord.objects.get(query_run_id=run.pk)
+    assert record.payload["stages"]["verify"]["claims"][0]["verdict"] == "hallucinated_quote"
+
+
+def test_a_provider_saying_insufficient_is_an_honest_refusal(personas, lighthouse, fake_llm):
+    fake_llm.script("groq", {"content": answer_json(answer="The sources do not say.", insufficient=True)})
+    run = ask(personas)
+    assert run.insufficient
+    assert run.claims == []
+    assert run.provider == "groq"
+
+
+def test_no_key_appears_in_attempts_audit_api_pages_or_logs(personas, lighthouse, fake_llm, caplog):
+    caplog.set_level(logging.DEBUG)
+    fake_llm.script("groq", {"status": 401, "error": f"Invalid API Key {SECRET}"})
+    fake_llm.script("zhipuai", {"status": 401, "error": "Authorization: Bearer zhipu-server-key.0002 is not valid"})
+    url = reverse("api_queries", args=[personas.workspace_a.pk])
+    response = personas.client("member").post(url, {"question": "How tall is the Skerryvore lighthouse?"}, content_type="application/json")
+    assert response.status_code == 201
+    body = response.json()
+    assert [(a["provider"], a["outcome"], a["error_class"]) for a in body["attempts"]] == [
+        ("groq", "failed", "AuthenticationError"),
+        ("zhipuai", "failed", "APIAuthenticationError"),
+        ("local", "ok", ""),
+    ]
+    record = AuditRecord.objects.get(query_run_id=body["id"])
+    page = personas.client("member").get(reverse("answer", args=["acme", body["id"]])).content.decode()
+    for text in (json.dumps(body), json.dumps(record.payload), page, caplog.text):
+        assert SECRET not in text
+        assert "zhipu-server-key.0002" not in text
+    assert "[redacted]" in body["attempts"][0]["message"]
+
+
+def test_the_workspace_order_and_its_own_encrypted_key_are_used(personas, lighthouse, fake_llm):
+    personas.client("admin").post(
+        reverse("providers", args=["acme"]), {"provider_order": "zhipuai, groq", "groq_api_key": "gsk_workspaceown0003"}
+    )
+    fake_llm.script("zhipuai", {"status": 500})
+    fake_llm.script("groq", {"content": GOOD})
+    run = ask(personas)
+    assert outcomes(run) == [("zhipuai", "failed"), ("groq", "ok")]
+    assert fake_llm.calls("groq")[0]["authorization"] == "Bearer gsk_workspaceown0003"
+    assert fake_llm.calls("zhipuai")[0]["authorization"] == "Bearer zhipu-server-key.0002", "falls back to the server's key"
+    assert [a["key_source"] for a in run.attempts] == ["server", "workspace"]
+    stored = WorkspaceSettings.objects.get(workspace=personas.workspace_a)
+    assert "gsk_workspaceown0003" not in stored.groq_api_key_encrypted
+    assert decrypt(stored.groq_api_key_encrypted) == "gsk_workspaceown0003"
+
+
+def test_a_provider_with_no_key_at_all_is_skipped(personas, lighthouse, fake_llm, settings):
+    settings.GROQ_API_KEY = ""
+    WorkspaceSettings.objects.filter(workspace=personas.workspace_a).update(provider_order="groq")
+    run = ask(personas)
+    assert outcomes(run) == [("groq", "skipped"), ("local", "ok")]
+    assert fake_llm.calls("groq") == []
+
+
+def test_the_server_default_order_is_every_provider_with_a_key(personas, lighthouse, fake_llm, settings):
+    settings.GROQ_API_KEY = ""
+    fake_llm.script("zhipuai", {"content": GOOD})
+    run = ask(personas)
+    assert outcomes(run) == [("zhipuai", "ok")]
+
+
+def test_the_providers_page_never_shows_a_saved_key_and_audits_the_change(personas, fake_llm):
+    url = reverse("providers", args=["acme"])
+    response = personas.client("owner").post(url, {"provider_order": "zhipuai, groq", "zhipuai_api_key": "zhipu-own-key.9999"})
+    assert response.status_code == 302
+    page = personas.client("owner").get(url).content.decode()
+    assert "zhipu-own-key.9999" not in page
+    assert "this workspace's own key" in page
+    event = AuditEvent.objects.get(workspace=personas.workspace_a, action="settings.providers")
+    assert event.data == {"provider_order": {"from": "server default", "to": "zhipuai,groq"}, "keys": {"zhipuai": "set"}}
+    assert "zhipu-own-key" not in json.dumps(event.data)
+
+
+def test_bad_provider_orders_are_refused_with_a_message(personas):
+    url = reverse("providers", args=["acme"])
+    for order, message in [("openai", "Unknown provider"), ("groq, groq", "once"), ("local, groq", "always comes last")]:
+        response = personas.client("admin").post(url, {"provider_order": order})
+        assert response.status_code == 400
+        assert message in response.content.decode()
+
+
+def test_members_and_viewers_see_the_providers_but_cannot_change_them(personas):
+    url = reverse("providers", args=["acme"])
+    for who in ("member", "viewer"):
+        assert personas.client(who).get(url).status_code == 200
+        assert personas.client(who).post(url, {"provider_order": "groq"}).status_code == 403
+    assert personas.client("owner_b").get(url).status_code == 404
+
+
+def test_the_parser_tolerates_prose_fences_and_loose_source_numbers():
+    reply = (
+        'Here you go:\n```json\n{"answer": "A.", "claims": [{"text": "A.", "source": "[2]", "quote": "A."}], "insufficient": false}\n```'
+    )
+    answer = parse_answer(reply, max_claims=3, provider="groq")
+    assert answer.claims[0].source == 2
+    with pytest.raises(UnusableOutput, match="no claims"):
+        parse_answer('{"answer": "x", "claims": [], "insufficient": false}', max_claims=3, provider="groq")
+    with pytest.raises(UnusableOutput, match="lacks"):
+        parse_answer('{"answer": "x", "claims": [{"text": "x"}], "insufficient": false}', max_claims=3, provider="groq")
+    assert partial_answer('{"answer": "The tower is \\"tall') == 'The tower is "tall'
+
+
+def test_the_router_streams_the_answer_text_as_it_arrives(fake_llm, settings):
+    fake_llm.script("groq", {"content": GOOD})
+    seen: list[str] = []
+    source = Candidate("c", "d", "skerryvore", 0, LIGHTHOUSE, 0, len(LIGHTHOUSE), None, None, None, None, 0.0)
+    spec = ProviderSpec("groq", "llama-3.1-8b-instant", SECRET, settings.GROQ_BASE_URL, "server")
+    request = GenerationRequest("How tall?", np.zeros(384, dtype=np.float32), [source], 3)
+    answer, attempts = Router([ChatProvider(spec, timeout_s=2)], secrets=[SECRET]).generate(request, seen.append)
+    assert attempts[0].outcome == "ok"
+    growing = [s for s in seen if s]
+    assert len(growing) > 2
+    assert all(a == b[: len(a)] for a, b in itertools.pairwise(growing)), "each update extends the last"
+    assert growing[-1] == answer.text

@@ -152,3 +152,25 @@ def test_naive_mode_skips_correction(personas, bakery, tavily):
     assert tavily.requests == []
     assert run.provider == "local", "the generator ran on whatever was retrieved; it did not meet the gate"
     assert run.gate["enabled"] is False
+
+
+def test_with_a_provider_configured_the_web_query_is_the_llms_rewrite(personas, bakery, tavily, fake_llm):
+    fake_llm.script("groq", {"content": '{"query": "Triton moon orbital period"}'})
+    fake_llm.script("zhipuai", {"status": 500})
+    tavily.results = [TRITON]
+    run, trace = ask(personas, "What is the orbital period of Neptune's moon Triton?")
+    assert tavily.requests[0]["body"]["query"] == "Triton moon orbital period"
+    assert trace["web"]["rewrite"]["by"] == "groq"
+    rewrite_call = fake_llm.calls("groq")[0]["body"]
+    assert rewrite_call["messages"][-1]["content"] == "What is the orbital period of Neptune's moon Triton?"
+    assert "5.9 days" in run.answer
+
+
+def test_a_failed_llm_rewrite_falls_back_to_the_content_words(personas, bakery, tavily, fake_llm):
+    fake_llm.script("groq", {"content": "not json at all"})
+    fake_llm.script("zhipuai", {"status": 429})
+    tavily.results = [TRITON]
+    run, trace = ask(personas, "What is the orbital period of Neptune's moon Triton?")
+    assert tavily.requests[0]["body"]["query"] == "orbital period Neptune's moon Triton"
+    assert trace["web"]["rewrite"]["by"] == "local keywords"
+    assert [(a["provider"], a["outcome"]) for a in trace["web"]["rewrite"]["attempts"]] == [("groq", "failed"), ("zhipuai", "failed")]

@@ -112,3 +112,24 @@ def _source_number(value) -> int:
     if not digits:
         raise UnusableOutput("a claim's source is not a number")
     return int(digits.group())
+
+
+REWRITE = (
+    "Rewrite the user's question as a short web search query: the key entities and terms, no filler words, "
+    'at most 12 words. Reply with one JSON object and nothing else: {"query": string}.'
+)
+
+
+def rewrite_messages(question: str) -> list[dict]:
+    return [{"role": "system", "content": REWRITE}, {"role": "user", "content": question}]
+
+
+def parse_rewrite(reply: str) -> str:
+    try:
+        value = json.loads(re.sub(r"^```(?:json)?\s*|\s*```$", "", reply.strip(), flags=re.IGNORECASE))
+    except json.JSONDecodeError as exc:
+        raise UnusableOutput("the rewrite is not JSON") from exc
+    query = value.get("query") if isinstance(value, dict) else None
+    if not isinstance(query, str) or not query.strip() or len(query) > 300:
+        raise UnusableOutput('the rewrite has no usable "query"')
+    return " ".join(query.split())

@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from apps.pipeline.types import Answer, Candidate
 
 PROVIDERS = ("groq", "zhipuai", "local")
 OnText = Callable[[str], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,12 @@ class ChatProvider:
                 return parse_answer(reply, max_claims=request.max_claims, provider=self.name)
             except UnusableOutput as second:
                 raise ProviderFailure("UnusableOutput", f"unusable output after one repair: {second}") from second
+
+    def chat(self, messages: list[dict]) -> str:
+        """One JSON-mode reply, for the small jobs beside generation (query rewrite, judging)."""
+        if not self.spec.api_key:
+            raise ProviderFailure("MissingKey", f"no API key is configured for {self.name}")
+        return self._complete(messages, lambda text: None)
 
     def _complete(self, messages: list[dict], on_text: OnText) -> str:
         deadline = time.monotonic() + self.timeout_s
@@ -140,6 +148,27 @@ class Router:
             return answer, attempts
         failure = Answer(text=INSUFFICIENT, claims=(), insufficient=True, provider="none")
         return failure, attempts
+
+    def first_reply(self, messages: list[dict], read: Callable[[str], T]) -> tuple[T | None, list[Attempt]]:
+        """The first LLM provider's reply that `read` accepts (it raises on anything else);
+        None when no LLM provider is configured or all failed. The local provider cannot chat."""
+        attempts: list[Attempt] = []
+        for provider in self.providers:
+            if not isinstance(provider, ChatProvider) or not provider.spec.api_key:
+                continue
+            started = time.perf_counter()
+            try:
+                value = read(provider.chat(messages))
+            except Exception as exc:  # any failure of one provider means: ask the next
+                attempts.append(self._attempt(provider, started, "failed", exc))
+                continue
+            attempts.append(self._attempt(provider, started, "ok"))
+            return value, attempts
+        return None, attempts
+
+    @property
+    def can_chat(self) -> bool:
+        return any(isinstance(p, ChatProvider) and p.spec.api_key for p in self.providers)
 
     def _attempt(self, provider, started: float, outcome: str, exc: Exception | None = None) -> Attempt:
         ms = round((time.perf_counter() - started) * 1000, 1)

@@ -15,6 +15,7 @@ from apps.core.errors import ApplicationError
 from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.gate import REFUSAL, confidence_gate
+from apps.pipeline.prompting import parse_rewrite, rewrite_messages
 from apps.pipeline.providers import ChatProvider, GenerationRequest, LocalProvider, Router
 from apps.pipeline.rerank import get_reranker
 from apps.pipeline.retrieval import RetrievalParams, hybrid_search
@@ -124,8 +125,9 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
     with progress.stage("rerank") as note:
         reranked = reranker.rerank(run.question, query_vector, candidates)
         note["detail"] = f"{reranker.name}" + (f", best {reranked[0].score:.3f}" if reranked else "")
+    router = _router(options, embedder)
     if run.mode == QueryMode.VERIFIED:
-        pool, corrective = _correct(run.question, query_vector, reranked, reranker, options, progress)
+        pool, corrective = _correct(run.question, query_vector, reranked, reranker, options, progress, router)
     else:  # naive mode is plain RAG: no correction, no gate
         pool, corrective = reranked[: options.rerank_top_n], {"applied": False}
         progress.mark("correct", "skipped", "naive mode")
@@ -139,7 +141,7 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
     progress.mark("gate", "done" if gate.enabled else "skipped", gate.reason)
     refined = _refine(pool, query_vector, embedder, options, corrective, progress)
     sources = [s.candidate for s in pool]
-    answer, attempts, verified = _answer(run, gate, query_vector, sources, refined, embedder, options, progress)
+    answer, attempts, verified = _answer(run, gate, query_vector, sources, refined, router, options, progress)
     with progress.stage("score") as note:
         trust = _trust(answer, verified, pool, gate, embedder, options)
         note["detail"] = f"confidence {trust.confidence:.0%}, {trust.risk} risk"
@@ -160,7 +162,7 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
     return run
 
 
-def _correct(question, query_vector, reranked, reranker, options, progress: _Progress):
+def _correct(question, query_vector, reranked, reranker, options, progress: _Progress, router: Router):
     """Corrective RAG: classify retrieval, keep what bears on the question, ask the web when
     retrieval was not Correct and the workspace allows it. Returns the pool and its trace."""
     with progress.stage("correct") as note:
@@ -170,7 +172,7 @@ def _correct(question, query_vector, reranked, reranker, options, progress: _Pro
         trace = {"applied": True, "verdict": verdict, "params": asdict(params), "kept": [s.candidate.chunk_id for s in kept]}
         web = []
         if verdict != CORRECT:
-            web, trace["web"] = _web_search(question, query_vector, reranker, options, progress.timings)
+            web, trace["web"] = _web_search(question, query_vector, reranker, options, progress.timings, router)
         pool = sorted([*kept, *web], key=lambda s: (-s.score, s.candidate.chunk_id))[: options.rerank_top_n]
         trace["pool"] = [{"chunk_id": s.candidate.chunk_id, "score": s.score, "web": s.candidate.url is not None} for s in pool]
         note["detail"] = f"retrieval {verdict}, {len(kept)} passages kept" + (f", {len(web)} from the web" if web else "")
@@ -186,22 +188,30 @@ def _empty_reason(reranked, corrective: dict) -> str:
     return f"retrieval was {corrective.get('verdict', 'incorrect')}: the best relevance {best:.3f} is below the lower threshold {lower:.3f}{web}"
 
 
-def _web_search(question, query_vector, reranker, options, timings: dict) -> tuple[list, dict]:
+def _web_search(question, query_vector, reranker, options, timings: dict, router: Router) -> tuple[list, dict]:
     if not options.web_search_enabled:
         return [], {"searched": False, "reason": "web search is off for this workspace"}
     if not settings.TAVILY_API_KEY:
         return [], {"searched": False, "reason": "no TAVILY_API_KEY is configured"}
-    query = keyword_rewrite(question)
+    query, rewrite = _rewrite(question, router)
     search = TavilySearch(api_key=settings.TAVILY_API_KEY, base_url=settings.TAVILY_BASE_URL, timeout_s=settings.WEB_SEARCH_TIMEOUT_S)
     try:
         started = time.perf_counter()
         results = search.search(query, max_results=options.web_results)
         timings["web_search"] = round((time.perf_counter() - started) * 1000, 2)
     except WebSearchError as exc:
-        return [], {"searched": True, "provider": search.name, "query": query, "rewrite": "local keywords", "error": str(exc)}
+        return [], {"searched": True, "provider": search.name, "query": query, "rewrite": rewrite, "error": str(exc)}
     scored = reranker.rerank(question, query_vector, as_candidates(results))
     found = [{"url": s.candidate.url, "title": s.candidate.document_title, "score": s.score} for s in scored]
-    return scored, {"searched": True, "provider": search.name, "query": query, "rewrite": "local keywords", "results": found}
+    return scored, {"searched": True, "provider": search.name, "query": query, "rewrite": rewrite, "results": found}
+
+
+def _rewrite(question: str, router: Router) -> tuple[str, dict]:
+    """The web search query: an LLM's rewrite when a provider is configured, else the
+    question's content words."""
+    query, attempts = router.first_reply(rewrite_messages(question), parse_rewrite)
+    used = next((a.provider for a in attempts if a.outcome == "ok"), "local keywords")
+    return query or keyword_rewrite(question), {"by": used, "attempts": [asdict(a) for a in attempts]}
 
 
 def _refine(pool, query_vector, embedder, options, corrective: dict, progress: _Progress) -> dict:
@@ -227,7 +237,7 @@ def _corrective_params(options) -> CorrectiveParams:
     return CorrectiveParams(upper=options.crag_upper, lower=options.crag_lower, strip_threshold=options.strip_threshold)
 
 
-def _answer(run, gate, query_vector, sources, refined: dict, embedder, options, progress: _Progress):
+def _answer(run, gate, query_vector, sources, refined: dict, router: Router, options, progress: _Progress):
     """Generate from the refined texts through the provider router and verify against the
     whole passages, unless the gate refused: a refusal costs no generation."""
     if not gate.passed:
@@ -237,7 +247,7 @@ def _answer(run, gate, query_vector, sources, refined: dict, embedder, options, 
     seen = [replace(c, text=refined.get(c.chunk_id, c.text)) for c in sources]
     request = GenerationRequest(run.question, query_vector, seen, options.answer_max_claims)
     with progress.stage("generate") as note:
-        answer, attempts = _router(options, embedder).generate(request, progress.text)
+        answer, attempts = router.generate(request, progress.text)
         note["detail"] = " → ".join(f"{a.provider} {a.outcome}" for a in attempts)
     with progress.stage("verify") as note:
         verified = verify_answer(answer, sources, locator_threshold=options.locator_threshold)

@@ -11,12 +11,16 @@ from apps.core.api import ErrorSerializer, WorkspaceAPIView, error_responses
 from apps.core.errors import ApplicationError
 from apps.core.idempotency import idempotent
 from apps.documents import services
-from apps.documents.models import Document
+from apps.documents.models import Document, DocumentKind
 from apps.documents.selectors import access_document, document_list
 from apps.workspaces.models import Role
 
 
 class DocumentSerializer(serializers.ModelSerializer):
+    kind = serializers.ChoiceField(
+        choices=DocumentKind.choices, allow_blank=True, read_only=True, help_text="empty until the text is extracted"
+    )
+
     class Meta:
         model = Document
         fields = [

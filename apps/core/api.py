@@ -1,5 +1,5 @@
-"""The API's base view (tenancy from the URL + credentials), its one error shape, pagination
-and rate limit.
+"""The API's base view (tenancy from the URL + credentials) and its one error shape
+(pagination and the rate limit are in api_defaults).
 
 Every workspace endpoint subclasses `WorkspaceAPIView`: it resolves request.workspace and
 request.membership from `workspace_id` in the URL and the credentials (a person's session or
@@ -56,7 +56,7 @@ class WorkspaceAPIView(generics.GenericAPIView):
     @property
     def person(self):
         """The user to record as the actor: None when an API key is acting (the key is named instead)."""
-        return self.request.membership.user
+        return None if isinstance(self.request.membership, KeyMembership) else self.request.user
 
     @property
     def actor_label(self) -> str:

@@ -44,6 +44,12 @@ class Personas:
     def token(self, who: str) -> str:
         return Token.objects.get_or_create(user=getattr(self, who).user)[0].key
 
+    def api_key(self, role: str, *, workspace: Workspace | None = None, name: str = "integration") -> str:
+        """The secret of a new API key of workspace A (or `workspace`) with `role`."""
+        from apps.apikeys.services import apikey_create
+
+        return apikey_create(workspace=workspace or self.workspace_a, actor=None, name=name, role=role)[1]
+
 
 @pytest.fixture
 def personas(db) -> Personas:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from apps.apikeys.models import ApiKey
+from apps.apikeys.services import apikey_create
 from apps.documents.models import Document
 from apps.queries.models import QueryRun
 
@@ -14,7 +16,8 @@ def objects(personas):
     a = personas.workspace_a
     run = QueryRun.objects.create(workspace=a, question="What is in A?", status="done", answer="Secret of A")
     doc = Document.objects.create(workspace=a, title="a-notes", filename="a-notes.txt", size_bytes=1, sha256="0" * 64, file="x")
-    return {"run": run, "doc": doc, "membership": personas.member}
+    key, _ = apikey_create(workspace=a, actor=None, name="CI", role="member")
+    return {"run": run, "doc": doc, "membership": personas.member, "key": key}
 
 
 def page_urls(p, o) -> list[tuple[str, str]]:
@@ -35,10 +38,17 @@ def page_urls(p, o) -> list[tuple[str, str]]:
         ("post", reverse("member_remove", args=[slug, o["membership"].pk])),
         ("get", reverse("providers", args=[slug])),
         ("post", reverse("providers", args=[slug])),
+        ("get", reverse("api_keys_page", args=[slug])),
+        ("post", reverse("api_keys_page", args=[slug])),
+        ("post", reverse("api_key_revoke", args=[slug, o["key"].pk])),
     ]
 
 
+ADMIN_ONLY_PAGES = ("api_keys_page",)
+
+
 def api_urls(p, o) -> list[tuple[str, str]]:
+    """A sample of the API; test_api_access walks all of it with every kind of credential."""
     ws = p.workspace_a.pk
     return [
         ("get", reverse("api_queries", args=[ws])),
@@ -86,14 +96,16 @@ def test_anonymous_api_call_gets_401(personas, objects, client):
 def test_viewer_can_read_but_every_write_is_403(personas, objects):
     client = personas.client("viewer")
     headers = {"HTTP_AUTHORIZATION": f"Token {personas.token('viewer')}"}
+    admin_only = [reverse(name, args=[personas.workspace_a.slug]) for name in ADMIN_ONLY_PAGES]
     for method, url in page_urls(personas, objects):
         response = getattr(client, method)(url)
-        expected = (200, 302) if method == "get" else (403,)
+        expected = (200, 302) if method == "get" and url not in admin_only else (403,)
         assert response.status_code in expected, (method, url, response.status_code)
     for method, url in api_urls(personas, objects):
         response = getattr(client, method)(url, **headers)
         assert response.status_code == (200 if method == "get" else 403), (method, url, response.status_code)
     assert Document.objects.filter(pk=objects["doc"].pk, status="queued").exists(), "nothing a viewer tried changed the document"
+    assert ApiKey.objects.get(pk=objects["key"].pk).active, "nor the key"
 
 
 def test_object_of_one_workspace_is_404_through_the_url_of_another(personas, objects):

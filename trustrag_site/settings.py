@@ -12,6 +12,7 @@ from apps.core.env import (
     env_float,
     env_int,
     env_list,
+    env_rate,
     env_str,
     env_url,
 )
@@ -53,6 +54,8 @@ INGEST_REQUEUE_QUEUED_AFTER_S = env_int("INGEST_REQUEUE_QUEUED_AFTER_S", 600, mi
 REAPER_INTERVAL_S = env_int("REAPER_INTERVAL_S", 60, minimum=1)
 QUESTION_MAX_CHARS = env_int("QUESTION_MAX_CHARS", 2000, minimum=10)
 WORKER_PING_TIMEOUT_S = env_float("WORKER_PING_TIMEOUT_S", 1.0, minimum=0.1)
+# Requests per API key (or per person, for tokens and sessions) across every API endpoint.
+API_THROTTLE_RATE = env_rate("API_THROTTLE_RATE", "120/min")
 SECRET_KEY = env_str("SECRET_KEY", "")
 
 USES_EMBEDDED_SERVICES = _database_url is None or _redis_url is None
@@ -79,6 +82,11 @@ if _redis_url is None:
 
 DATABASES = {"default": database_from_url("DATABASE_URL", _database_url)}
 REDIS_URL = _redis_url
+# The API's rate counts live in Redis so that every web process shares them.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "trustrag"},
+}
 CELERY_BROKER_URL = _broker_url or REDIS_URL
 CELERY_RESULT_BACKEND = _result_url or REDIS_URL
 CELERY_TASK_ACKS_LATE = True
@@ -89,6 +97,7 @@ CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "reap-stuck-documents": {"task": "apps.documents.tasks.reap_stuck_documents", "schedule": float(REAPER_INTERVAL_S)},
+    "purge-idempotency-records": {"task": "apps.core.tasks.purge_idempotency_records", "schedule": 3600.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -102,6 +111,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "apps.core",
@@ -110,6 +120,7 @@ INSTALLED_APPS = [
     "apps.queries",
     "apps.audits",
     "apps.evals",
+    "apps.apikeys",
 ]
 
 MIDDLEWARE = [
@@ -171,18 +182,37 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 
 REST_FRAMEWORK = {
+    # The first class names the scheme a 401 asks for (WWW-Authenticate: Bearer).
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.apikeys.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_THROTTLE_CLASSES": ["apps.core.api_defaults.ApiRateThrottle"],
+    "DEFAULT_PAGINATION_CLASS": "apps.core.api_defaults.Pagination",
     "PAGE_SIZE": 25,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "apps.core.api.exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
-SPECTACULAR_SETTINGS = {"TITLE": "TrustRAG API", "VERSION": "1.0.0", "SERVE_INCLUDE_SCHEMA": False}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "TrustRAG API",
+    "DESCRIPTION": (
+        "Verified answers over a workspace's documents. Authenticate with a workspace API key "
+        "(`Authorization: Bearer trk_…`), a personal token (`Authorization: Token …`) or the browser session. "
+        'Every error is `{"error": {"code", "message", "details"}}`.'
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1(/workspaces/\{workspace_id\}(?=/.))?",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "ENUM_NAME_OVERRIDES": {"RoleEnum": "apps.workspaces.models.Role", "KeyRoleEnum": "apps.apikeys.models.KEY_ROLE_CHOICES"},
+    # Swagger UI and Redoc from the drf-spectacular-sidecar wheel, served as static files: no CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
 
 LOGGING = {
     "version": 1,

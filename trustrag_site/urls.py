@@ -2,25 +2,37 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from apps.apikeys import api as apikeys_api
+from apps.core import api as core_api
 from apps.core import views as core_views
 from apps.documents import api as documents_api
 from apps.queries import api as queries_api
+from apps.workspaces import api as workspaces_api
+
+workspace_api = [
+    path("", workspaces_api.WorkspaceDetailAPI.as_view(), name="api_workspace"),
+    path("members/", workspaces_api.MemberListCreateAPI.as_view(), name="api_members"),
+    path("members/<uuid:membership_id>/", workspaces_api.MemberDetailAPI.as_view(), name="api_member"),
+    path("api-keys/", apikeys_api.ApiKeyListCreateAPI.as_view(), name="api_keys"),
+    path("api-keys/<uuid:key_id>/", apikeys_api.ApiKeyDetailAPI.as_view(), name="api_key"),
+    path("queries/", queries_api.QueryListCreateAPI.as_view(), name="api_queries"),
+    path("queries/<uuid:run_id>/", queries_api.QueryDetailAPI.as_view(), name="api_query"),
+    path("documents/", documents_api.DocumentListCreateAPI.as_view(), name="api_documents"),
+    path("documents/<uuid:document_id>/", documents_api.DocumentDetailAPI.as_view(), name="api_document"),
+    path("documents/<uuid:document_id>/reindex/", documents_api.DocumentReindexAPI.as_view(), name="api_document_reindex"),
+    path("documents/reindex/", documents_api.WorkspaceReindexAPI.as_view(), name="api_documents_reindex"),
+]
 
 api_v1 = [
     path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
-    path("workspaces/<uuid:workspace_id>/queries/", queries_api.QueryListCreateAPI.as_view(), name="api_queries"),
-    path("workspaces/<uuid:workspace_id>/queries/<uuid:run_id>/", queries_api.QueryDetailAPI.as_view(), name="api_query"),
-    path("workspaces/<uuid:workspace_id>/documents/", documents_api.DocumentListCreateAPI.as_view(), name="api_documents"),
-    path("workspaces/<uuid:workspace_id>/documents/<uuid:document_id>/", documents_api.DocumentDetailAPI.as_view(), name="api_document"),
-    path(
-        "workspaces/<uuid:workspace_id>/documents/<uuid:document_id>/reindex/",
-        documents_api.DocumentReindexAPI.as_view(),
-        name="api_document_reindex",
-    ),
-    path("workspaces/<uuid:workspace_id>/documents/reindex/", documents_api.WorkspaceReindexAPI.as_view(), name="api_documents_reindex"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api_schema"), name="api_redoc"),
+    path("workspaces/", workspaces_api.WorkspaceListCreateAPI.as_view(), name="api_workspaces"),
+    path("workspaces/<uuid:workspace_id>/", include(workspace_api)),
+    re_path(r"^.*$", core_api.not_found),
 ]
 
 urlpatterns = [
@@ -30,7 +42,9 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),
+    re_path(r"^api/", core_api.not_found),
     path("w/", include("apps.workspaces.urls")),
+    path("w/<slug:slug>/api-keys/", include("apps.apikeys.urls")),
     path("w/<slug:slug>/documents/", include("apps.documents.urls")),
     path("w/<slug:slug>/", include("apps.queries.urls")),
 ]

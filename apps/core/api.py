@@ -1,31 +1,69 @@
-"""The API's base view (tenancy from the URL + credentials) and its one error shape."""
+"""The API's base view (tenancy from the URL + credentials) and its one error shape
+(pagination and the rate limit are in api_defaults).
+
+Every workspace endpoint subclasses `WorkspaceAPIView`: it resolves request.workspace and
+request.membership from `workspace_id` in the URL and the credentials (a person's session or
+token, or a workspace API key), and checks the role for the method. A new endpoint sets
+`read_role` / `write_role`, takes its queryset from a workspace-scoped selector and calls one
+service with `actor=request.membership` (or `self.person` where the service records a user).
+"""
 
 from __future__ import annotations
 
-from rest_framework import exceptions, generics, mixins
+import logging
+from contextlib import ExitStack
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.http import JsonResponse
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import exceptions, generics, mixins, serializers
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from apps.apikeys.models import ApiKey
+from apps.audits.services import audit_acting_as
 from apps.core.errors import ApplicationError
-from apps.core.tenancy import SAFE_METHODS, check_role, resolve_membership
-from apps.workspaces.models import Role
+from apps.core.tenancy import SAFE_METHODS, KeyMembership, check_role, resolve_key_membership, resolve_membership
+from apps.workspaces.models import Membership, Role
+
+log = logging.getLogger(__name__)
 
 
 class WorkspaceAPIView(generics.GenericAPIView):
     """Resolves request.workspace and request.membership from `workspace_id` in the URL.
 
-    Not a member → 404 (as if the workspace did not exist); too low a role → 403.
+    Not a member, or a key of another workspace → 404 (as if the workspace did not exist);
+    too low a role → 403.
     """
 
     read_role = Role.VIEWER
     write_role = Role.MEMBER
 
+    def dispatch(self, request, *args, **kwargs):
+        with ExitStack() as self.request_scope:  # undoes what `initial` sets up for this request only
+            return super().dispatch(request, *args, **kwargs)
+
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
-        membership = resolve_membership(request.user, workspace_id=kwargs["workspace_id"])
+        membership = resolve_api_membership(request, workspace_id=kwargs["workspace_id"])
         check_role(membership, self.read_role if request.method in SAFE_METHODS else self.write_role)
         request.workspace = membership.workspace
         request.membership = membership
+        if isinstance(membership, KeyMembership):
+            self.request_scope.enter_context(audit_acting_as(membership.api_key.label))
+
+    @property
+    def person(self):
+        """The user to record as the actor: None when an API key is acting (the key is named instead)."""
+        return None if isinstance(self.request.membership, KeyMembership) else self.request.user
+
+    @property
+    def actor_label(self) -> str:
+        """How an answer's audit record names who asked."""
+        if isinstance(self.request.membership, KeyMembership):
+            return self.request.membership.api_key.label
+        return f"api:{self.request.user.get_username()}"
 
     def list(self, request):
         """A paginated list of get_queryset(), which must be a workspace-scoped selector."""
@@ -35,17 +73,69 @@ class WorkspaceAPIView(generics.GenericAPIView):
         return super().get_serializer_context() | {"workspace": getattr(self.request, "workspace", None)}
 
 
+def resolve_api_membership(request, *, workspace_id) -> Membership | KeyMembership:
+    if isinstance(request.auth, ApiKey):
+        return resolve_key_membership(request.auth, workspace_id=workspace_id)
+    return resolve_membership(request.user, workspace_id=workspace_id)
+
+
+# --- the one error shape --------------------------------------------------------------
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="machine-readable, e.g. not_found, permission_denied, invalid, throttled")
+    message = serializers.CharField(help_text="for a person")
+    details = serializers.JSONField(allow_null=True, help_text="per-field messages for invalid input, else null or extra facts")
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = ErrorDetailSerializer()
+
+
+ERROR_MEANINGS = {
+    400: "Invalid input; `details` has a message per field.",
+    401: "No credentials, or an unknown or revoked key or token.",
+    403: "Your role in this workspace does not allow this.",
+    404: "No such object in this workspace, or not your workspace.",
+    409: "The first request with this Idempotency-Key is still running.",
+    413: "Every file was over the upload limit.",
+    415: "Unsupported Content-Type.",
+    422: "This Idempotency-Key was used for a different request.",
+    429: "Over the rate limit; `Retry-After` says when to try again.",
+}
+
+
+def error_responses(*codes: int) -> dict[int, OpenApiResponse]:
+    """The one error shape, for the schema, for every status in `codes` plus 401, 404 and 429,
+    which any workspace endpoint can answer."""
+    return {code: OpenApiResponse(ErrorSerializer, description=ERROR_MEANINGS[code]) for code in sorted({401, 404, 429, *codes})}
+
+
 def exception_handler(exc, context):
     if isinstance(exc, ApplicationError):
         return _error(exc.status, exc.code, exc.message, {exc.field: [exc.message]} if exc.field else None)
+    if isinstance(exc, RequestDataTooBig):
+        return _error(413, "too_large", "The request's form fields are too large.", None)
+    if isinstance(exc, SuspiciousOperation):
+        return _error(400, "bad_request", "The request could not be read.", None)
     response = drf_exception_handler(exc, context)
     if response is None:
-        return None
+        if settings.DEBUG:
+            return None  # Django's debug page
+        log.exception("API error in %s", context.get("view").__class__.__name__)
+        return _error(500, "server_error", "Something went wrong on our side; it has been logged.", None)
     if isinstance(exc, exceptions.ValidationError):
         return _error(response.status_code, "invalid", "The request has invalid fields.", response.data, response)
     detail = response.data.get("detail", "") if isinstance(response.data, dict) else response.data
     code = getattr(detail, "code", None) or getattr(exc, "default_code", "error")
-    return _error(response.status_code, str(code), str(detail), None, response)
+    details = {"retry_after_s": exc.wait} if isinstance(exc, exceptions.Throttled) else None
+    return _error(response.status_code, str(code), str(detail), details, response)
+
+
+def not_found(request, *args, **kwargs) -> JsonResponse:
+    """Any /api/ address that names no endpoint: the same shape as every other error."""
+    body = {"error": {"code": "not_found", "message": f"No API endpoint at {request.path}.", "details": None}}
+    return JsonResponse(body, status=404)
 
 
 def _error(status: int, code: str, message: str, details, response: Response | None = None) -> Response:

@@ -8,6 +8,7 @@ message instead of surfacing later as odd behaviour.
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
@@ -50,6 +51,14 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None or value == "":
         return list(default)
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_rate(name: str, default: str) -> str:
+    """A request rate as Django REST framework reads it: `120/min`, `10/s`, `5000/hour`, `20000/day`."""
+    value = _raw(name) or default
+    if not re.fullmatch(r"[1-9]\d*/(s|sec|second|m|min|minute|h|hour|d|day)", value):
+        raise ImproperlyConfigured(f"{name} must be a rate like 120/min (per s, min, hour or day), got {value!r}")
+    return value
 
 
 def env_url(name: str, *, schemes: tuple[str, ...]) -> str | None:

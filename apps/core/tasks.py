@@ -12,3 +12,10 @@ def warm_up() -> int:
     a measurement taken next does not include the model's load time."""
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
     return int(embedder.embed(["warm up"]).shape[1])
+
+
+@shared_task
+def purge_idempotency_records() -> int:
+    from apps.core.idempotency import idempotency_purge
+
+    return idempotency_purge()

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import wraps
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404, HttpRequest
 
-from apps.workspaces.models import Membership, Role, Workspace
+from apps.workspaces.models import ROLE_RANK, Membership, Role, Workspace
+
+if TYPE_CHECKING:
+    from apps.apikeys.models import ApiKey
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 M = TypeVar("M", bound=models.Model)
@@ -36,7 +40,38 @@ def resolve_membership(user, *, slug: str | None = None, workspace_id: str | Non
     return membership
 
 
-def check_role(membership: Membership, role: str) -> None:
+@dataclass(frozen=True)
+class KeyMembership:
+    """What a workspace API key holds in its workspace: a role, like a membership, and no person.
+
+    Services that take a membership as `actor` take this too: `user` is None (nobody to name
+    as the actor; the audit trail names the key instead, see audits.services)."""
+
+    api_key: ApiKey
+    workspace: Workspace
+    role: str
+    user: None = None
+
+    def has_role(self, role: str) -> bool:
+        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
+
+    @property
+    def can_manage(self) -> bool:
+        return self.has_role(Role.ADMIN)
+
+    @property
+    def can_write(self) -> bool:
+        return self.has_role(Role.MEMBER)
+
+
+def resolve_key_membership(api_key: ApiKey, *, workspace_id) -> KeyMembership:
+    """A key works in its own workspace only; anywhere else it is an outsider (404)."""
+    if api_key.workspace_id != _as_uuid(workspace_id):
+        raise Http404("No such workspace.")
+    return KeyMembership(api_key=api_key, workspace=api_key.workspace, role=api_key.role)
+
+
+def check_role(membership: Membership | KeyMembership, role: str) -> None:
     if not membership.has_role(role):
         raise PermissionDenied(f"This needs the {Role(role).label.lower()} role or higher in {membership.workspace.name}.")
 

@@ -1,19 +1,26 @@
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from apps.core.api import WorkspaceAPIView
+from apps.core import idempotency
+from apps.core.api import ErrorSerializer, WorkspaceAPIView, error_responses
 from apps.core.errors import ApplicationError
+from apps.core.idempotency import idempotent
 from apps.documents import services
-from apps.documents.models import Document
+from apps.documents.models import Document, DocumentKind
 from apps.documents.selectors import access_document, document_list
 from apps.workspaces.models import Role
 
 
 class DocumentSerializer(serializers.ModelSerializer):
+    kind = serializers.ChoiceField(
+        choices=DocumentKind.choices, allow_blank=True, read_only=True, help_text="empty until the text is extracted"
+    )
+
     class Meta:
         model = Document
         fields = [
@@ -34,6 +41,37 @@ class DocumentSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class UploadSerializer(serializers.Serializer):
+    files = serializers.ListField(child=serializers.FileField(), help_text="one or more PDF, DOCX, TXT or Markdown files")
+
+
+class FileErrorSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="too_large, unsupported_type, empty…")
+    message = serializers.CharField()
+
+
+class UploadResultSerializer(serializers.Serializer):
+    filename = serializers.CharField()
+    created = serializers.BooleanField(required=False, help_text="false: the same content was already there; this is that document")
+    document = DocumentSerializer(required=False)
+    error = FileErrorSerializer(required=False, help_text="this file was refused")
+
+
+class UploadResponseSerializer(serializers.Serializer):
+    results = UploadResultSerializer(many=True, help_text="one per file, in the order sent")
+
+
+class QueuedSerializer(serializers.Serializer):
+    queued = serializers.IntegerField(help_text="documents queued for ingestion")
+
+
+def _refused(name: str) -> PolymorphicProxySerializer:
+    """Every file refused (per-file results) or the request itself invalid (the error shape)."""
+    return PolymorphicProxySerializer(
+        component_name=name, serializers=[UploadResponseSerializer, ErrorSerializer], resource_type_field_name=None
+    )
+
+
 class DocumentListCreateAPI(WorkspaceAPIView):
     serializer_class = DocumentSerializer
     parser_classes = [MultiPartParser]
@@ -41,9 +79,27 @@ class DocumentListCreateAPI(WorkspaceAPIView):
     def get_queryset(self):
         return document_list(workspace=self.request.workspace)
 
+    @extend_schema(responses={200: DocumentSerializer(many=True)} | error_responses())
     def get(self, request, workspace_id):
         return self.list(request)
 
+    @extend_schema(
+        request={"multipart/form-data": UploadSerializer},
+        parameters=[idempotency.PARAMETER],
+        responses={
+            201: OpenApiResponse(UploadResponseSerializer, description="At least one file was added."),
+            200: OpenApiResponse(UploadResponseSerializer, description="Every file was already there: these are those documents."),
+            400: OpenApiResponse(_refused("UploadRefused"), description="No files, or every file refused (per-file results)."),
+            413: OpenApiResponse(_refused("UploadTooLarge"), description="Every file was over the upload limit."),
+        }
+        | error_responses(403, 409, 415, 422),
+        description=(
+            "Upload one or more files; each is queued for ingestion. 201 when something was added, 200 when every file was "
+            "already there (same content), 413 / 400 with the per-file results when every file was refused. "
+            "With an `Idempotency-Key` header a repeat within 24 hours returns the first response."
+        ),
+    )
+    @idempotent
     def post(self, request, workspace_id):
         files = request.FILES.getlist("files")
         if not files:
@@ -55,7 +111,7 @@ class DocumentListCreateAPI(WorkspaceAPIView):
 
     def _create_one(self, request, upload) -> dict:
         try:
-            document, created = services.document_create_from_upload(workspace=request.workspace, actor=request.user, upload=upload)
+            document, created = services.document_create_from_upload(workspace=request.workspace, actor=self.person, upload=upload)
         except ApplicationError as exc:
             return {"filename": upload.name, "error": {"code": exc.code, "message": exc.message}}
         return {"filename": upload.name, "created": created, "document": DocumentSerializer(document).data}
@@ -72,19 +128,22 @@ def _upload_status(results: list[dict]) -> int:
 class DocumentDetailAPI(WorkspaceAPIView):
     serializer_class = DocumentSerializer
 
+    @extend_schema(responses={200: DocumentSerializer} | error_responses())
     def get(self, request, workspace_id, document_id):
         return Response(DocumentSerializer(access_document(request.workspace, document_id)).data)
 
+    @extend_schema(responses={204: None} | error_responses(403))
     def delete(self, request, workspace_id, document_id):
-        services.document_delete(workspace=request.workspace, actor=request.user, document_id=document_id)
+        services.document_delete(workspace=request.workspace, actor=self.person, document_id=document_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class DocumentReindexAPI(WorkspaceAPIView):
     """POST: queue one settled document for ingestion again."""
 
+    @extend_schema(operation_id="documents_reindex", request=None, responses={202: QueuedSerializer} | error_responses(403))
     def post(self, request, workspace_id, document_id):
-        count = services.document_reindex(workspace=request.workspace, actor=request.user, document_id=document_id)
+        count = services.document_reindex(workspace=request.workspace, actor=self.person, document_id=document_id)
         return Response({"queued": count}, status=status.HTTP_202_ACCEPTED)
 
 
@@ -93,6 +152,7 @@ class WorkspaceReindexAPI(WorkspaceAPIView):
 
     write_role = Role.ADMIN
 
+    @extend_schema(operation_id="documents_reindex_all", request=None, responses={202: QueuedSerializer} | error_responses(403))
     def post(self, request, workspace_id):
-        count = services.document_reindex(workspace=request.workspace, actor=request.user)
+        count = services.document_reindex(workspace=request.workspace, actor=self.person)
         return Response({"queued": count}, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,52 @@
+"""The classes REST_FRAMEWORK names as defaults: pagination and the rate limit.
+
+DRF imports them while its own views module loads, so nothing here may import
+rest_framework.views or .generics (nor apps.core.api, which does).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from django.core.cache import caches
+from rest_framework import pagination, throttling
+
+from apps.apikeys.models import ApiKey
+
+log = logging.getLogger(__name__)
+
+
+class Pagination(pagination.PageNumberPagination):
+    page_size_query_param = "page_size"
+    max_page_size = 100
+
+
+class ApiRateThrottle(throttling.SimpleRateThrottle):
+    """API_THROTTLE_RATE requests per API key, per person (all their tokens and sessions
+    together), or per address for anonymous calls; counted in Redis, shared by every process."""
+
+    scope = "api"
+
+    def __init__(self):
+        self.cache = caches["throttle"]
+        super().__init__()
+
+    def get_rate(self) -> str:
+        return settings.API_THROTTLE_RATE
+
+    def get_cache_key(self, request, view) -> str:
+        if isinstance(request.auth, ApiKey):
+            who = f"key:{request.auth.pk}"
+        elif request.user.is_authenticated:
+            who = f"user:{request.user.pk}"
+        else:
+            who = f"ip:{self.get_ident(request)}"
+        return f"throttle:api:{who}"
+
+    def allow_request(self, request, view) -> bool:
+        try:
+            return super().allow_request(request, view)
+        except Exception:  # Redis down: serve rather than fail every call (healthz reports Redis)
+            log.warning("API rate limit not checked: the throttle cache is unreachable", exc_info=True)
+            return True

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+
+from apps.apikeys.models import ApiKey
+from apps.core.api import WorkspaceAPIView, error_responses
+from apps.core.errors import ApplicationError
+from apps.core.tenancy import access, resolve_key_membership
+from apps.workspaces import services
+from apps.workspaces.models import Membership, Role
+from apps.workspaces.selectors import membership_list, membership_list_for_user
+
+
+class WorkspaceSerializer(serializers.Serializer):
+    """A workspace as the caller sees it: from a membership, or from an API key's standing."""
+
+    id = serializers.UUIDField(source="workspace.id", read_only=True)
+    name = serializers.CharField(source="workspace.name", read_only=True)
+    slug = serializers.SlugField(source="workspace.slug", read_only=True)
+    role = serializers.ChoiceField(choices=Role.choices, read_only=True, help_text="your role (or your API key's) in it")
+    created_at = serializers.DateTimeField(source="workspace.created_at", read_only=True)
+
+
+class WorkspaceCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=120)
+    slug = serializers.SlugField(max_length=60, required=False, allow_blank=True, help_text="made from the name when empty")
+
+
+class WorkspaceListCreateAPI(generics.GenericAPIView):
+    """Your workspaces (an API key: its own), and new ones (people only: the creator owns it)."""
+
+    serializer_class = WorkspaceSerializer
+
+    def get_queryset(self):
+        if isinstance(self.request.auth, ApiKey):
+            return [resolve_key_membership(self.request.auth, workspace_id=self.request.auth.workspace_id)]
+        return membership_list_for_user(user=self.request.user)
+
+    @extend_schema(responses={200: WorkspaceSerializer(many=True)} | error_responses())
+    def get(self, request):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(WorkspaceSerializer(page, many=True).data)
+
+    @extend_schema(request=WorkspaceCreateSerializer, responses={201: WorkspaceSerializer} | error_responses(400, 403))
+    def post(self, request):
+        if isinstance(request.auth, ApiKey):
+            raise ApplicationError("An API key belongs to one workspace and cannot create others.", status=403, code="permission_denied")
+        incoming = WorkspaceCreateSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        workspace = services.workspace_create(actor=request.user, **incoming.validated_data)
+        owner = Membership.objects.select_related("workspace").get(workspace=workspace, user=request.user)
+        return Response(WorkspaceSerializer(owner).data, status=status.HTTP_201_CREATED)
+
+
+class WorkspaceDetailAPI(WorkspaceAPIView):
+    serializer_class = WorkspaceSerializer
+
+    @extend_schema(responses={200: WorkspaceSerializer} | error_responses())
+    def get(self, request, workspace_id):
+        return Response(WorkspaceSerializer(request.membership).data)
+
+
+class MemberSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+    email = serializers.EmailField(source="user.email", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "username", "email", "role", "created_at"]
+        read_only_fields = fields
+
+
+class MemberAddSerializer(serializers.Serializer):
+    identifier = serializers.CharField(max_length=254, help_text="username or e-mail of an existing user")
+    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+
+
+class MemberRoleSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class MemberListCreateAPI(WorkspaceAPIView):
+    """Members of the workspace (admins and owners)."""
+
+    read_role = write_role = Role.ADMIN
+    serializer_class = MemberSerializer
+
+    def get_queryset(self):
+        return membership_list(workspace=self.request.workspace)
+
+    @extend_schema(responses={200: MemberSerializer(many=True)} | error_responses(403))
+    def get(self, request, workspace_id):
+        return self.list(request)
+
+    @extend_schema(request=MemberAddSerializer, responses={201: MemberSerializer} | error_responses(400, 403))
+    def post(self, request, workspace_id):
+        incoming = MemberAddSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        added = services.membership_add(workspace=request.workspace, actor=request.membership, **incoming.validated_data)
+        return Response(MemberSerializer(added).data, status=status.HTTP_201_CREATED)
+
+
+class MemberDetailAPI(WorkspaceAPIView):
+    """One member: read, change the role (PATCH), remove (DELETE). Only an owner touches owners."""
+
+    read_role = write_role = Role.ADMIN
+    serializer_class = MemberSerializer
+
+    @extend_schema(responses={200: MemberSerializer} | error_responses(403))
+    def get(self, request, workspace_id, membership_id):
+        found = access(Membership, request.workspace, membership_id, membership_list(workspace=request.workspace))
+        return Response(MemberSerializer(found).data)
+
+    @extend_schema(request=MemberRoleSerializer, responses={200: MemberSerializer} | error_responses(400, 403))
+    def patch(self, request, workspace_id, membership_id):
+        incoming = MemberRoleSerializer(data=request.data)
+        incoming.is_valid(raise_exception=True)
+        changed = services.membership_change_role(
+            workspace=request.workspace, actor=request.membership, membership_id=membership_id, role=incoming.validated_data["role"]
+        )
+        return Response(MemberSerializer(changed).data)
+
+    @extend_schema(responses={204: None} | error_responses(400, 403))
+    def delete(self, request, workspace_id, membership_id):
+        services.membership_remove(workspace=request.workspace, actor=request.membership, membership_id=membership_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)

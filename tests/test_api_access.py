@@ -1,0 +1,176 @@
+"""Every API endpoint, walked with every kind of credential: the four roles as people (tokens),
+API keys with each role a key can have, an outsider, a key of another workspace, a revoked
+key and no credentials at all. The table says what each may do; the test checks all of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from apps.apikeys.models import ApiKey
+from apps.apikeys.services import apikey_create, apikey_revoke
+from apps.documents.models import Document
+from apps.queries.models import QueryRun
+from apps.workspaces.models import ROLE_RANK, Membership, Role
+from tests.factories import MembershipFactory, UserFactory
+
+V, M, A = Role.VIEWER, Role.MEMBER, Role.ADMIN
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    method: str
+    url: str  # reverse() name; its arguments come from `World.args`
+    args: tuple[str, ...]
+    needs: str
+    ok: int
+    body: str = ""  # name of a World method that builds the request body
+
+
+ENDPOINTS = [
+    Endpoint("workspace", "get", "api_workspace", (), V, 200),
+    Endpoint("documents list", "get", "api_documents", (), V, 200),
+    Endpoint("document", "get", "api_document", ("doc",), V, 200),
+    Endpoint("queries list", "get", "api_queries", (), V, 200),
+    Endpoint("query", "get", "api_query", ("run",), V, 200),
+    Endpoint("members list", "get", "api_members", (), A, 200),
+    Endpoint("member", "get", "api_member", ("tess",), A, 200),
+    Endpoint("api keys list", "get", "api_keys", (), A, 200),
+    Endpoint("api key", "get", "api_key", ("old_key",), A, 200),
+    Endpoint("upload", "post", "api_documents", (), M, 201, body="upload"),
+    Endpoint("ask", "post", "api_queries", (), M, 202, body="ask"),
+    Endpoint("reindex one", "post", "api_document_reindex", ("doc",), M, 202),
+    Endpoint("reindex all", "post", "api_documents_reindex", (), A, 202),
+    Endpoint("member add", "post", "api_members", (), A, 201, body="member_add"),
+    Endpoint("member role", "patch", "api_member", ("tess",), A, 200, body="member_role"),
+    Endpoint("api key create", "post", "api_keys", (), A, 201, body="key_create"),
+    Endpoint("document delete", "delete", "api_document", ("doomed_doc",), M, 204),
+    Endpoint("member remove", "delete", "api_member", ("rick",), A, 204),
+    Endpoint("api key revoke", "delete", "api_key", ("old_key",), A, 204),
+]
+
+
+class World:
+    """Workspace A with one of everything the endpoints act on."""
+
+    def __init__(self, personas):
+        a = personas.workspace_a
+        self.ws = a.pk
+        self.run = QueryRun.objects.create(workspace=a, question="What is in A?", status="done", answer="Secret of A").pk
+        self.doc = _document(a, "notes.txt", "0").pk
+        self.doomed_doc = _document(a, "doomed.txt", "1").pk
+        self.tess = MembershipFactory(workspace=a, user=UserFactory(username="tess"), role=Role.MEMBER).pk
+        self.rick = MembershipFactory(workspace=a, user=UserFactory(username="rick"), role=Role.MEMBER).pk
+        UserFactory(username="newcomer")
+        self.old_key = apikey_create(workspace=a, actor=None, name="old job", role=Role.VIEWER)[0].pk
+
+    def url(self, endpoint: Endpoint) -> str:
+        return reverse(endpoint.url, args=[self.ws, *(getattr(self, name) for name in endpoint.args)])
+
+    def upload(self):
+        return {"files": [SimpleUploadedFile("new.txt", b"A new document about lighthouses.")]}, "multipart"
+
+    def ask(self):
+        return {"question": "What is in A?", "async": True}, "json"
+
+    def member_add(self):
+        return {"identifier": "newcomer", "role": "viewer"}, "json"
+
+    def member_role(self):
+        return {"role": "viewer"}, "json"
+
+    def key_create(self):
+        return {"name": "nightly import", "role": "member"}, "json"
+
+
+def _document(workspace, name: str, digit: str) -> Document:
+    return Document.objects.create(
+        workspace=workspace, title=name, filename=name, size_bytes=1, sha256=digit * 64, file="x", status="ready"
+    )
+
+
+# credential → (how to build its Authorization header, the role it acts with, or the status everything answers)
+CREDENTIALS = {
+    "owner": ("token", Role.OWNER),
+    "admin": ("token", Role.ADMIN),
+    "member": ("token", Role.MEMBER),
+    "viewer": ("token", Role.VIEWER),
+    "admin key": ("key", Role.ADMIN),
+    "member key": ("key", Role.MEMBER),
+    "viewer key": ("key", Role.VIEWER),
+    "outsider": ("token", 404),
+    "key of another workspace": ("key", 404),
+    "revoked key": ("key", 401),
+    "anonymous": ("none", 401),
+}
+
+
+def _client(personas, credential: str) -> APIClient:
+    client = APIClient()
+    kind, standing = CREDENTIALS[credential]
+    if kind == "token":
+        who = "owner_b" if credential == "outsider" else credential
+        client.credentials(HTTP_AUTHORIZATION=f"Token {personas.token(who)}")
+    elif kind == "key":
+        role = standing if isinstance(standing, str) else Role.ADMIN
+        workspace = personas.workspace_b if credential == "key of another workspace" else None
+        secret = personas.api_key(role, workspace=workspace)
+        if credential == "revoked key":
+            apikey_revoke(workspace=personas.workspace_a, actor=personas.owner, key_id=ApiKey.objects.get(prefix=secret[:14]).pk)
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")
+    return client
+
+
+def _expected(credential: str, endpoint: Endpoint) -> int:
+    standing = CREDENTIALS[credential][1]
+    if isinstance(standing, int):
+        return standing
+    return endpoint.ok if ROLE_RANK[standing] >= ROLE_RANK[endpoint.needs] else 403
+
+
+ERROR_CODES = {401: {"not_authenticated", "authentication_failed"}, 403: {"permission_denied", "forbidden"}, 404: {"not_found"}}
+
+
+@pytest.mark.parametrize("credential", list(CREDENTIALS))
+def test_every_endpoint_answers_each_credential_as_its_role_allows(personas, credential):
+    world = World(personas)
+    client = _client(personas, credential)
+    wrong = []
+    for endpoint in ENDPOINTS:
+        data, fmt = getattr(world, endpoint.body)() if endpoint.body else (None, None)
+        response = getattr(client, endpoint.method)(world.url(endpoint), data, format=fmt)
+        want = _expected(credential, endpoint)
+        if response.status_code != want:
+            wrong.append((endpoint.name, want, response.status_code, response.content[:200]))
+        elif want >= 400 and response.json()["error"]["code"] not in ERROR_CODES[want]:
+            wrong.append((endpoint.name, "error code", response.json()))
+    assert wrong == []
+    refused = {e.name for e in ENDPOINTS if _expected(credential, e) >= 400}
+    assert Document.objects.filter(pk=world.doomed_doc).exists() == ("document delete" in refused)
+    assert (ApiKey.objects.get(pk=world.old_key).revoked_at is None) == ("api key revoke" in refused)
+    assert Membership.objects.filter(pk=world.rick).exists() == ("member remove" in refused)
+
+
+@pytest.mark.parametrize("credential", list(CREDENTIALS))
+def test_the_workspace_list_shows_your_own_and_only_people_create_workspaces(personas, credential):
+    client = _client(personas, credential)
+    listing = client.get(reverse("api_workspaces"))
+    created = client.post(reverse("api_workspaces"), {"name": f"New {credential}"}, format="json")
+    kind, standing = CREDENTIALS[credential]
+    if standing == 401:
+        assert (listing.status_code, created.status_code) == (401, 401)
+        return
+    assert listing.status_code == 200
+    slugs = [w["slug"] for w in listing.json()["results"]]
+    if kind == "key":
+        assert slugs == ["beta" if credential == "key of another workspace" else "acme"], "a key sees its own workspace only"
+        assert created.status_code == 403
+    else:
+        assert slugs == (["beta"] if credential == "outsider" else ["acme"])
+        assert created.status_code == 201
+        assert created.json()["role"] == "owner"

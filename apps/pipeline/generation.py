@@ -46,3 +46,20 @@ def local_extractive_answer(question_vector: np.ndarray, sources: list[Candidate
 
 def _sentences(text: str, max_chars: int) -> list[str]:
     return [text[s.start : s.end] for s in sentence_spans(text) if s.end - s.start <= max_chars]
+
+
+def cite_sentences(question: str, answer_text: str, sources: list[Candidate], embedder) -> list[Claim]:
+    """Claims for an answer written without citations: each of its sentences, quoting the source
+    sentence closest to it (read together with the question, so a bare "Delhi" is placed)."""
+    statements = [answer_text[s.start : s.end] for s in sentence_spans(answer_text)] or [answer_text.strip()]
+    statements = [s for s in statements if s]
+    candidates = [(index, s) for index, c in enumerate(sources, 1) for s in _sentences(c.text, max_chars=2000)]
+    if not statements or not candidates:
+        return []
+    vectors = embedder.embed([f"{question} {s}" for s in statements])
+    similarity = vectors @ embedder.embed([s for _, s in candidates]).T
+    claims = []
+    for row, statement in zip(similarity, statements, strict=True):
+        index, quote = candidates[int(np.argmax(row))]
+        claims.append(Claim(text=statement, source=index, quote=quote))
+    return claims

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from contextlib import contextmanager
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -15,6 +15,7 @@ from apps.core.errors import ApplicationError
 from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.gate import REFUSAL, confidence_gate
+from apps.pipeline.generation import cite_sentences
 from apps.pipeline.prompting import parse_rewrite, rewrite_messages
 from apps.pipeline.providers import ChatProvider, GenerationRequest, LocalProvider, Router
 from apps.pipeline.rerank import get_reranker
@@ -143,7 +144,7 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
     sources = [s.candidate for s in pool]
     answer, attempts, verified = _answer(run, gate, query_vector, sources, refined, router, options, progress)
     with progress.stage("score") as note:
-        trust = _trust(answer, verified, pool, gate, embedder, options)
+        trust = _trust(answer, verified, pool, embedder, options)
         note["detail"] = f"confidence {trust.confidence:.0%}, {trust.risk} risk"
 
     scores = {s.candidate.chunk_id: s.score for s in [*reranked, *pool]}
@@ -263,7 +264,7 @@ def _router(options, embedder) -> Router:
     return Router(providers, secrets=provider_secrets(options=options))
 
 
-def _trust(answer: Answer, verified, pool, gate, embedder, options) -> Trust:
+def _trust(answer: Answer, verified, pool, embedder, options) -> Trust:
     weights = TrustWeights(
         retrieval=options.trust_weight_retrieval,
         agreement=options.trust_weight_agreement,
@@ -384,3 +385,31 @@ def _clean_question(question: str) -> str:
     if len(question) > settings.QUESTION_MAX_CHARS:
         raise ApplicationError(f"Questions are limited to {settings.QUESTION_MAX_CHARS} characters.", field="question")
     return question
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The verdicts and trust score of an answer that was written elsewhere."""
+
+    claims: list
+    trust: Trust
+    sources: list
+
+
+def answer_assess(*, workspace: Workspace, question: str, answer_text: str) -> Assessment:
+    """Score an answer given from outside (an evaluation set, bench_trust) the way the pipeline
+    scores its own: retrieve and rerank for the question, cite each sentence of the answer to the
+    retrieved sentence closest to it, verify the claims and compute the trust components."""
+    options = settings_get(workspace=workspace)
+    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    query_vector = embedder.embed([question])[0]
+    with transaction.atomic(), connection.cursor() as cursor:
+        candidates = hybrid_search(
+            cursor, workspace_id=workspace.pk, question=question, query_vector=query_vector, params=_retrieval_params(options)
+        )
+    pool = get_reranker(settings.RERANKER_MODEL, embedder).rerank(question, query_vector, candidates)[: options.rerank_top_n]
+    sources = [s.candidate for s in pool]
+    claims = tuple(cite_sentences(question, answer_text, sources, embedder))
+    answer = Answer(text=answer_text, claims=claims, insufficient=not claims, provider="external")
+    verified = verify_answer(answer, sources, locator_threshold=options.locator_threshold)
+    return Assessment(claims=verified, trust=_trust(answer, verified, pool, embedder, options), sources=sources)

@@ -170,7 +170,7 @@ def test_a_failed_llm_rewrite_falls_back_to_the_content_words(personas, bakery, 
     fake_llm.script("groq", {"content": "not json at all"})
     fake_llm.script("zhipuai", {"status": 429})
     tavily.results = [TRITON]
-    run, trace = ask(personas, "What is the orbital period of Neptune's moon Triton?")
+    _run, trace = ask(personas, "What is the orbital period of Neptune's moon Triton?")
     assert tavily.requests[0]["body"]["query"] == "orbital period Neptune's moon Triton"
     assert trace["web"]["rewrite"]["by"] == "local keywords"
     assert [(a["provider"], a["outcome"]) for a in trace["web"]["rewrite"]["attempts"]] == [("groq", "failed"), ("zhipuai", "failed")]

@@ -32,5 +32,6 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("w/", include("apps.workspaces.urls")),
     path("w/<slug:slug>/documents/", include("apps.documents.urls")),
+    path("w/<slug:slug>/audit/", include("apps.audits.urls")),
     path("w/<slug:slug>/", include("apps.queries.urls")),
 ]

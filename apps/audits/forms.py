@@ -26,6 +26,9 @@ class AuditFilterForm(forms.Form):
     date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     sort = forms.ChoiceField(required=False, choices=[(key, SORT_LABELS[key]) for key in SORTS], label="Sort")
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, label_suffix="", **kwargs)
+
     def clean(self):
         data = super().clean()
         if data.get("date_from") and data.get("date_to") and data["date_from"] > data["date_to"]:

@@ -55,7 +55,9 @@ def audit_detail(request, record_id):
         "link_ok": audit_record_link_ok(record),
         "candidates": _candidate_rows(trace),
         "claims": claim_passages(claims=trace.get("stages", {}).get("verify", {}).get("claims", []), sources=trace.get("sources", [])),
-        "settings_rows": _flatten(trace.get("settings", {})),
+        "refined": _refined_rows(trace),
+        "timings": _timings(trace),
+        "settings_rows": sorted(_flatten(trace.get("settings", {}))),
     }
     return render(request, "audits/detail.html", context)
 
@@ -75,9 +77,29 @@ def _candidate_rows(trace: dict) -> list[dict]:
     used = {s["chunk_id"] for s in trace.get("sources", [])} or {p["chunk_id"] for p in trace.get("corrective", {}).get("pool", [])}
     rows = [
         c | {"rerank": reranked.get(c["chunk_id"], {}).get("score"), "kept": c["chunk_id"] in kept, "used": c["chunk_id"] in used}
-        for c in trace.get("stages", {}).get("retrieve", {}).get("candidates", [])
+        for c in _candidates(trace)
     ]
     return sorted(rows, key=lambda r: -(r["rerank"] if r["rerank"] is not None else -1))
+
+
+def _refined_rows(trace: dict) -> list[dict]:
+    """Corrective RAG's refined passages, named by document and passage number."""
+    names = {c["chunk_id"]: f"{c['document_title']}, passage {c['ordinal'] + 1}" for c in _candidates(trace)}
+    return [r | {"name": names.get(r["chunk_id"], r["chunk_id"])} for r in trace.get("corrective", {}).get("refined", [])]
+
+
+# Stages in the order they run (jsonb keeps object keys in its own order).
+STAGE_ORDER = ("retrieve", "rerank", "correct", "web_search", "refine", "gate", "generate", "verify", "score")
+
+
+def _timings(trace: dict) -> list[tuple[str, float]]:
+    timings = trace.get("timings_ms", {})
+    ranked = sorted(timings, key=lambda name: STAGE_ORDER.index(name) if name in STAGE_ORDER else len(STAGE_ORDER))
+    return [(name, timings[name]) for name in ranked]
+
+
+def _candidates(trace: dict) -> list[dict]:
+    return trace.get("stages", {}).get("retrieve", {}).get("candidates", [])
 
 
 def _flatten(settings: dict, prefix: str = "") -> list[tuple[str, object]]:

@@ -51,7 +51,7 @@ class WorkspaceSettingsForm(forms.Form):
     )
 
     def __init__(self, data=None, *, options: WorkspaceSettings, read_only: bool = False):
-        super().__init__(data, initial={name: getattr(options, name) for name in SETTINGS})
+        super().__init__(data, initial={name: getattr(options, name) for name in SETTINGS}, label_suffix="")
         for name, setting in SETTINGS.items():
             self.fields[name] = _field(setting)
             self.fields[name].disabled = read_only

@@ -48,7 +48,7 @@ def test_ask_choose_a_claim_see_its_quote_then_find_the_answer_in_the_audit_trai
     log_in(page, personas.member.user.username, password)
     page.goto("/w/acme/ask/")
     page.locator("textarea[name=question]").fill(QUESTION)
-    page.locator("select[name=mode]").select_option("verified")
+    page.get_by_role("radio", name="Verified").check()
     page.get_by_role("button", name="Ask", exact=True).click()
 
     expect(page.locator("h1.question")).to_have_text(QUESTION)

@@ -52,7 +52,7 @@ def test_member_uploads_a_document_and_gets_an_answer_with_quoted_claims(persona
 
     page.get_by_role("link", name="Ask", exact=True).click()
     page.locator("textarea[name=question]").fill("How long is the Halvorsen bridge?")
-    page.locator("select[name=mode]").select_option("verified")
+    page.get_by_role("radio", name="Verified").check()
     page.get_by_role("button", name="Ask", exact=True).click()
 
     expect(page.locator("h1.question")).to_have_text("How long is the Halvorsen bridge?")

@@ -105,7 +105,7 @@ def audit_chain_check(*, workspace: Workspace) -> ChainCheck:
     records = AuditRecord.objects.filter(workspace=workspace).order_by("sequence")
     for record in records.only("sequence", "query_run_id", "actor_label", "payload", "prev_hash", "hash").iterator(chunk_size=500):
         count += 1
-        reason = _broken_link(record, workspace, prev_hash, expected_sequence=count)
+        reason = _broken_link(record, workspace.pk, prev_hash, expected_sequence=count)
         if reason:
             return ChainCheck(count, False, record.sequence, reason)
         prev_hash = record.hash
@@ -116,10 +116,10 @@ def audit_record_link_ok(record: AuditRecord) -> bool:
     """Whether this one record still hashes to its stored hash and follows its predecessor."""
     before = AuditRecord.objects.filter(workspace_id=record.workspace_id, sequence=record.sequence - 1).values_list("hash", flat=True)
     prev_hash = GENESIS_HASH if record.sequence == 1 else before.first()
-    return not _broken_link(record, record.workspace, prev_hash, expected_sequence=record.sequence)
+    return not _broken_link(record, record.workspace_id, prev_hash, expected_sequence=record.sequence)
 
 
-def _broken_link(record: AuditRecord, workspace: Workspace, prev_hash: str | None, *, expected_sequence: int) -> str:
+def _broken_link(record: AuditRecord, workspace_id, prev_hash: str | None, *, expected_sequence: int) -> str:
     if record.sequence != expected_sequence:
         return f"sequence {record.sequence} where {expected_sequence} was expected: a record is missing or was inserted"
     if record.prev_hash != prev_hash:
@@ -127,7 +127,7 @@ def _broken_link(record: AuditRecord, workspace: Workspace, prev_hash: str | Non
     expected = record_hash(
         prev_hash=record.prev_hash,
         sequence=record.sequence,
-        workspace_id=workspace.pk,
+        workspace_id=workspace_id,
         query_run_id=record.query_run_id,
         actor_label=record.actor_label,
         payload=record.payload,

@@ -10,7 +10,7 @@ from django.db.models import F
 from django.db.models.functions import JSONObject
 
 from apps.audits.models import GENESIS_HASH, AuditEvent, AuditRecord, record_hash
-from apps.audits.selectors import audit_record_list
+from apps.audits.selectors import AuditFilters, audit_record_list
 from apps.core.errors import ApplicationError
 from apps.workspaces.models import Workspace
 
@@ -63,7 +63,7 @@ EXPORT_COLUMNS = (
 _FLUSH_AT = 64 * 1024  # characters per piece handed to the response
 
 
-def audit_export(*, workspace: Workspace, actor, filters, fmt: str) -> Iterator[str]:
+def audit_export(*, workspace: Workspace, actor, filters: AuditFilters, fmt: str) -> Iterator[str]:
     """Record that the filtered history is being exported, then return it as text pieces of
     about 64 KB to stream: CSV (one row per answer) or JSON (an array of whole records, hash
     chain included, so a copy can be re-verified elsewhere). Memory stays flat however many
@@ -77,7 +77,7 @@ def audit_export(*, workspace: Workspace, actor, filters, fmt: str) -> Iterator[
     return _csv_pieces(workspace, filters) if fmt == "csv" else _batched(_json_pieces(workspace, filters))
 
 
-def audit_export_rows(*, workspace: Workspace, filters) -> Iterator[dict]:
+def audit_export_rows(*, workspace: Workspace, filters: AuditFilters) -> Iterator[dict]:
     """One flat dict per matching record (the CSV's columns, EXPORT_COLUMNS), streamed from
     the database 1,000 at a time; of each payload only its summary is read, never the trace."""
     summary = JSONObject(  # one JSON object per row, decoded once; numbers stay numbers
@@ -109,7 +109,7 @@ def audit_export_rows(*, workspace: Workspace, filters) -> Iterator[dict]:
         )
 
 
-def _csv_pieces(workspace: Workspace, filters) -> Iterator[str]:
+def _csv_pieces(workspace: Workspace, filters: AuditFilters) -> Iterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(EXPORT_COLUMNS)
@@ -135,7 +135,7 @@ def _defused(value):
     return value
 
 
-def _json_pieces(workspace: Workspace, filters) -> Iterator[str]:
+def _json_pieces(workspace: Workspace, filters: AuditFilters) -> Iterator[str]:
     records = audit_record_list(workspace=workspace, filters=filters).defer(None).defer("question_search")
     yield "["
     for i, record in enumerate(records.iterator(chunk_size=200)):

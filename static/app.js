@@ -26,3 +26,23 @@ document.addEventListener("submit", (event) => {
   const question = event.target.dataset ? event.target.dataset.confirm : undefined;
   if (question && !window.confirm(question)) event.preventDefault();
 });
+
+// Choosing a claim shows its passage with the quote highlighted. The claims are submit
+// buttons of a GET form (?claim=N), so without this script the page reloads with that
+// claim chosen; with it the passage switches in place. Buttons answer Enter and Space.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button[data-claim]");
+  if (!button) return;
+  const list = button.closest("[data-claims]");
+  const panel = list && document.getElementById(list.dataset.claims);
+  if (!panel) return;
+  event.preventDefault();
+  for (const other of list.querySelectorAll("button[data-claim]")) {
+    other.setAttribute("aria-pressed", String(other === button));
+  }
+  for (const passage of panel.querySelectorAll("[data-passage]")) {
+    passage.hidden = passage.dataset.passage !== button.dataset.claim;
+  }
+  const mark = panel.querySelector(`[data-passage="${button.dataset.claim}"] mark`);
+  if (mark) mark.scrollIntoView({ block: "nearest" });
+});

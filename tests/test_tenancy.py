@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from apps.apikeys.models import ApiKey
 from apps.apikeys.services import apikey_create
+from apps.audits.services import audit_record_create
 from apps.documents.models import Document
 from apps.queries.models import QueryRun
 
@@ -17,7 +18,8 @@ def objects(personas):
     run = QueryRun.objects.create(workspace=a, question="What is in A?", status="done", answer="Secret of A")
     doc = Document.objects.create(workspace=a, title="a-notes", filename="a-notes.txt", size_bytes=1, sha256="0" * 64, file="x")
     key, _ = apikey_create(workspace=a, actor=None, name="CI", role="member")
-    return {"run": run, "doc": doc, "membership": personas.member, "key": key}
+    record = audit_record_create(workspace=a, actor=None, actor_label="mia", query_run_id=run.pk, payload={"question": run.question})
+    return {"run": run, "doc": doc, "membership": personas.member, "key": key, "record": record}
 
 
 def page_urls(p, o) -> list[tuple[str, str]]:
@@ -41,6 +43,13 @@ def page_urls(p, o) -> list[tuple[str, str]]:
         ("get", reverse("api_keys_page", args=[slug])),
         ("post", reverse("api_keys_page", args=[slug])),
         ("post", reverse("api_key_revoke", args=[slug, o["key"].pk])),
+        ("get", reverse("workspace_settings", args=[slug])),
+        ("post", reverse("workspace_settings", args=[slug])),
+        ("get", reverse("audit_list", args=[slug])),
+        ("get", reverse("audit_detail", args=[slug, o["record"].pk])),
+        ("get", reverse("audit_export", args=[slug, "csv"])),
+        ("get", reverse("audit_export", args=[slug, "json"])),
+        ("get", reverse("audit_events", args=[slug])),
     ]
 
 
@@ -112,6 +121,7 @@ def test_object_of_one_workspace_is_404_through_the_url_of_another(personas, obj
     """owner_b is a real member of beta, but the run belongs to acme."""
     client = personas.client("owner_b")
     assert client.get(reverse("answer", args=["beta", objects["run"].pk])).status_code == 404
+    assert client.get(reverse("audit_detail", args=["beta", objects["record"].pk])).status_code == 404
     headers = {"HTTP_AUTHORIZATION": f"Token {personas.token('owner_b')}"}
     assert client.get(reverse("api_query", args=[personas.workspace_b.pk, objects["run"].pk]), **headers).status_code == 404
     assert client.get(reverse("api_document", args=[personas.workspace_b.pk, objects["doc"].pk]), **headers).status_code == 404
@@ -125,6 +135,11 @@ def test_lists_show_only_the_callers_workspace(personas, objects):
     page = client.get(reverse("workspace_list")).content.decode()
     assert "Beta Labs" in page
     assert "Acme Research" not in page
+    history = client.get(reverse("audit_list", args=["beta"])).content.decode()
+    assert "<strong>0</strong> records" in history
+    exported = b"".join(client.get(reverse("audit_export", args=["beta", "csv"])).streaming_content).decode()
+    assert "What is in A?" not in exported
+    assert exported.count("\n") == 1, "the header alone"
 
 
 def test_unknown_workspace_slug_and_malformed_ids_are_404(personas):

@@ -46,5 +46,6 @@ urlpatterns = [
     path("w/", include("apps.workspaces.urls")),
     path("w/<slug:slug>/api-keys/", include("apps.apikeys.urls")),
     path("w/<slug:slug>/documents/", include("apps.documents.urls")),
+    path("w/<slug:slug>/audit/", include("apps.audits.urls")),
     path("w/<slug:slug>/", include("apps.queries.urls")),
 ]

@@ -1,14 +1,92 @@
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from apps.audits.models import AuditRecord
-from apps.audits.services import GENESIS_HASH, record_hash
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import F, Q, QuerySet
+from django.utils import timezone
+
+from apps.audits.models import GENESIS_HASH, AuditEvent, AuditRecord, record_hash
+from apps.core.tenancy import access
 from apps.workspaces.models import Workspace
+
+RISKS = ("low", "medium", "high")
+MODES = ("verified", "naive")
+VERDICTS = ("supports", "partial", "contradicts", "not_found", "hallucinated_quote", "not_judged")
+SORTS = {
+    "newest": (F("sequence").desc(),),
+    "oldest": (F("sequence").asc(),),
+    "confidence": (F("confidence").asc(nulls_last=True), F("sequence").desc()),
+    "-confidence": (F("confidence").desc(nulls_last=True), F("sequence").desc()),
+}
+
+
+@dataclass(frozen=True)
+class AuditFilters:
+    """What the audit history is narrowed to; every field empty means everything, newest first."""
+
+    risk: str = ""  # one of RISKS
+    refused: bool | None = None  # True: refusals only; False: answers only
+    mode: str = ""  # one of MODES
+    verdict: str = ""  # one of VERDICTS: at least one claim got it
+    actor: str = ""  # the user name or API key label that asked (any case)
+    date_from: dt.date | None = None  # inclusive, in the site's time zone
+    date_to: dt.date | None = None  # inclusive
+    q: str = ""  # words or part of a word of the question
+    sort: str = "newest"  # one of SORTS
+
+    def as_dict(self) -> dict:
+        """The filters that are set, JSON-ready (for the export's audit event)."""
+        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        return {k: v.isoformat() if isinstance(v, dt.date) else v for k, v in values.items() if v not in ("", None)}
+
+
+def audit_record_list(*, workspace: Workspace, filters: AuditFilters | None = None) -> QuerySet[AuditRecord]:
+    """The workspace's answer records, filtered and sorted, without their payloads (a list
+    never needs the whole trace; `.defer(None)` brings it back)."""
+    filters = filters or AuditFilters()
+    records = AuditRecord.objects.filter(workspace=workspace, **_exact(filters))
+    if filters.verdict:
+        records = records.filter(verdicts__contains=[filters.verdict])
+    if filters.date_from:
+        records = records.filter(created_at__gte=_day_start(filters.date_from))
+    if filters.date_to:
+        records = records.filter(created_at__lt=_day_start(filters.date_to + dt.timedelta(days=1)))
+    if filters.q.strip():
+        words = SearchQuery(filters.q, config="english", search_type="websearch")
+        records = records.filter(Q(question_search=words) | Q(question__icontains=filters.q.strip()))
+    return records.defer("payload", "question_search").order_by(*SORTS.get(filters.sort, SORTS["newest"]))
+
+
+def _exact(filters: AuditFilters) -> dict:
+    exact = {"risk": filters.risk, "mode": filters.mode, "refused": filters.refused, "actor_label__iexact": filters.actor.strip()}
+    return {field: value for field, value in exact.items() if value not in ("", None)}
+
+
+def _day_start(day: dt.date) -> dt.datetime:
+    return timezone.make_aware(dt.datetime.combine(day, dt.time.min))
+
+
+def access_audit_record(workspace: Workspace, record_id) -> AuditRecord:
+    return access(AuditRecord, workspace, record_id, AuditRecord.objects.select_related("actor"))
 
 
 def audit_record_for_run(*, workspace: Workspace, query_run_id) -> AuditRecord | None:
     return AuditRecord.objects.filter(workspace=workspace, query_run_id=query_run_id).first()
+
+
+def audit_event_list(*, workspace: Workspace, actions: Iterable[str] | None = None) -> QuerySet[AuditEvent]:
+    """Admin actions, newest first; `actions` names them exactly or by prefix ending in a dot
+    ("settings." is every settings change)."""
+    events = AuditEvent.objects.filter(workspace=workspace).select_related("actor").order_by("-created_at")
+    if actions is not None:
+        wanted = Q(pk__in=[])
+        for action in actions:
+            wanted |= Q(action__startswith=action) if action.endswith(".") else Q(action=action)
+        events = events.filter(wanted)
+    return events
 
 
 @dataclass(frozen=True)
@@ -16,23 +94,44 @@ class ChainCheck:
     records: int
     intact: bool
     first_broken_sequence: int | None
+    reason: str = ""
 
 
 def audit_chain_check(*, workspace: Workspace) -> ChainCheck:
-    """Recompute every hash of the workspace's chain in order."""
+    """Recompute every hash of the workspace's chain in order; the first record that does
+    not follow from its predecessor is where the chain breaks, and why."""
     prev_hash = GENESIS_HASH
     count = 0
-    for record in AuditRecord.objects.filter(workspace=workspace).order_by("sequence").iterator():
+    records = AuditRecord.objects.filter(workspace=workspace).order_by("sequence")
+    for record in records.only("sequence", "query_run_id", "actor_label", "payload", "prev_hash", "hash").iterator(chunk_size=500):
         count += 1
-        expected = record_hash(
-            prev_hash=prev_hash,
-            sequence=record.sequence,
-            workspace_id=workspace.pk,
-            query_run_id=record.query_run_id,
-            actor_label=record.actor_label,
-            payload=record.payload,
-        )
-        if record.prev_hash != prev_hash or record.hash != expected or record.sequence != count:
-            return ChainCheck(count, False, record.sequence)
+        reason = _broken_link(record, workspace.pk, prev_hash, expected_sequence=count)
+        if reason:
+            return ChainCheck(count, False, record.sequence, reason)
         prev_hash = record.hash
     return ChainCheck(count, True, None)
+
+
+def audit_record_link_ok(record: AuditRecord) -> bool:
+    """Whether this one record still hashes to its stored hash and follows its predecessor."""
+    before = AuditRecord.objects.filter(workspace_id=record.workspace_id, sequence=record.sequence - 1).values_list("hash", flat=True)
+    prev_hash = GENESIS_HASH if record.sequence == 1 else before.first()
+    return not _broken_link(record, record.workspace_id, prev_hash, expected_sequence=record.sequence)
+
+
+def _broken_link(record: AuditRecord, workspace_id, prev_hash: str | None, *, expected_sequence: int) -> str:
+    if record.sequence != expected_sequence:
+        return f"sequence {record.sequence} where {expected_sequence} was expected: a record is missing or was inserted"
+    if record.prev_hash != prev_hash:
+        return "its previous-hash does not match the record before it: the chain was cut or re-ordered"
+    expected = record_hash(
+        prev_hash=record.prev_hash,
+        sequence=record.sequence,
+        workspace_id=workspace_id,
+        query_run_id=record.query_run_id,
+        actor_label=record.actor_label,
+        payload=record.payload,
+    )
+    if record.hash != expected:
+        return "its content no longer matches its hash: the record was altered"
+    return ""

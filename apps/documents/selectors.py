@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from apps.core.tenancy import access
-from apps.documents.models import Document
+from apps.documents.models import Chunk, Document, DocumentKind
 from apps.workspaces.models import Workspace
 
 
@@ -13,6 +13,15 @@ def document_list(*, workspace: Workspace) -> QuerySet[Document]:
 
 def access_document(workspace: Workspace, document_id) -> Document:
     return access(Document, workspace, document_id)
+
+
+def chunk_pages_get(*, document_id, chunk_id) -> tuple[int, int] | None:
+    """First and last page of a chunk of a paged document (PDF); None for other kinds, which
+    have no pages, and for a web result. The ids come from workspace-scoped retrieval."""
+    if document_id == "web":
+        return None
+    found = Chunk.objects.filter(pk=chunk_id, document_id=document_id, document__kind=DocumentKind.PDF)
+    return found.values_list("first_page", "last_page").first()
 
 
 def document_file_names(*, workspace: Workspace) -> list[str]:

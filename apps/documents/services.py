@@ -58,6 +58,12 @@ def document_create(*, workspace: Workspace, actor, filename: str, data: bytes, 
         )
         document.file.save(filename, ContentFile(data), save=False)
         document.save()
+        audit_event_record(
+            workspace=workspace,
+            actor=actor,
+            action="document.upload",
+            data={"document": str(document.pk), "filename": filename, "size_bytes": len(data), "sha256": digest},
+        )
         if enqueue:
             _enqueue_ingest(document)
     return document, True

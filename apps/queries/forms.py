@@ -11,4 +11,9 @@ class AskForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3, "placeholder": "Ask a question about this workspace's documents"}),
         max_length=settings.QUESTION_MAX_CHARS,
     )
-    mode = forms.ChoiceField(choices=QueryMode.choices, initial=QueryMode.VERIFIED)
+    mode = forms.ChoiceField(
+        choices=QueryMode.choices,
+        initial=QueryMode.VERIFIED,
+        widget=forms.RadioSelect,
+        help_text="Verified refuses weak evidence and checks every quote; naive is plain retrieval and generation, to compare.",
+    )

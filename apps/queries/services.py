@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from apps.audits.services import audit_record_create
 from apps.core.errors import ApplicationError
+from apps.documents.selectors import chunk_pages_get
 from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.gate import REFUSAL, confidence_gate
@@ -310,7 +311,13 @@ def _audit_payload(run: QueryRun, options, params: RetrievalParams, candidates, 
         "recorded_at": timezone.now().isoformat(),
         "question": run.question,
         "mode": run.mode,
+        "asked_by": {"user": run.asked_by.get_username() if run.asked_by else None, "label": run.actor_label},
         "settings": {
+            "threshold_override": run.threshold_override,
+            "chunk_size": options.chunk_size,
+            "chunk_overlap": options.chunk_overlap,
+            "web_results": options.web_results,
+            "embedding_model": str(settings.EMBEDDING_MODEL),
             "retrieval": asdict(params),
             "gate_threshold": options.gate_threshold,
             "rerank_top_n": options.rerank_top_n,
@@ -333,6 +340,11 @@ def _audit_payload(run: QueryRun, options, params: RetrievalParams, candidates, 
         "grounding": run.grounding,
         "trust": run.trust | {"confidence": run.confidence, "risk": run.risk},
         "timings_ms": dict(timings),
+        # What the answer page showed: the passages (with pages and scores) the claims cite,
+        # each stage's status and detail as it completed, and the whole run's time.
+        "sources": run.sources,
+        "pipeline": run.stages,
+        "duration_ms": run.duration_ms,
     }
 
 
@@ -375,7 +387,13 @@ def _source_row(index: int, c) -> dict:
         "dense_score": c.dense_score,
         "keyword_score": c.keyword_score,
         "url": c.url,
-    }
+    } | _pages(c)
+
+
+def _pages(c) -> dict:
+    """Page numbers for a PDF passage (null for other documents and web results)."""
+    first, last = chunk_pages_get(document_id=c.document_id, chunk_id=c.chunk_id) or (None, None)
+    return {"first_page": first, "last_page": last}
 
 
 def _clean_question(question: str) -> str:

@@ -6,8 +6,9 @@ from apps.audits.selectors import audit_record_for_run
 from apps.core.tenancy import workspace_view
 from apps.core.views import call_service
 from apps.queries.forms import AskForm
-from apps.queries.selectors import access_query_run, query_run_list
+from apps.queries.selectors import access_query_run, claim_passages, query_run_list
 from apps.queries.services import query_run_enqueue
+from apps.workspaces.selectors import settings_get
 
 
 @workspace_view()
@@ -23,7 +24,50 @@ def ask(request):
 
 @workspace_view()
 def answer(request, run_id):
+    """The answer as it is worked out (htmx polls the #run fragment), then its claims: the
+    claim chosen (?claim=N, else the first) shows its quote highlighted in its passage."""
     run = access_query_run(request.workspace, run_id)
     record = audit_record_for_run(workspace=request.workspace, query_run_id=run.pk)
+    context = {
+        "run": run,
+        "record": record,
+        "claims": claim_passages(claims=run.claims, sources=run.sources),
+        "selected": _selected_claim(request, len(run.claims)),
+        # The weights and cut-offs this answer was scored with, not today's settings.
+        "scoring": _scoring(record, request.workspace),
+        "refusal": _refusal(run, record),
+    }
     template = "queries/answer.html#run" if request.htmx else "queries/answer.html"
-    return render(request, template, {"run": run, "record": record})
+    return render(request, template, context)
+
+
+def _selected_claim(request, count: int) -> int:
+    chosen = request.GET.get("claim", "")
+    return int(chosen) if chosen.isdigit() and 1 <= int(chosen) <= count else 1
+
+
+def _refusal(run, record) -> dict | None:
+    """For a refusal by the gate: the best passage's score and the threshold it fell short of
+    (the gate's own, or corrective RAG's lower one when no passage was left to gate)."""
+    if not run.insufficient or not run.gate.get("enabled") or run.gate.get("passed"):
+        return None
+    if run.gate.get("top_score") is not None:
+        return {"top": run.gate["top_score"], "threshold": run.gate["threshold"], "name": "the gate threshold"}
+    trace = record.payload if record else {}
+    scores = [s["score"] for s in trace.get("rerank", {}).get("scores", [])]
+    lower = trace.get("corrective", {}).get("params", {}).get("lower")
+    if not scores or lower is None:
+        return None
+    return {"top": max(scores), "threshold": lower, "name": "the lower corrective threshold"}
+
+
+def _scoring(record, workspace) -> dict:
+    snapshot = record.payload.get("settings", {}) if record else {}
+    if "risk_cutoffs" not in snapshot or "trust_weights" not in snapshot:
+        options = settings_get(workspace=workspace)
+        snapshot = {
+            "risk_cutoffs": [options.risk_low_cutoff, options.risk_medium_cutoff],
+            "trust_weights": [options.trust_weight_retrieval, options.trust_weight_agreement, options.trust_weight_grounding],
+        }
+    (low, medium), (retrieval, agreement, grounding) = snapshot["risk_cutoffs"], snapshot["trust_weights"]
+    return {"low": low, "medium": medium, "retrieval": retrieval, "agreement": agreement, "grounding": grounding}

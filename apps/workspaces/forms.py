@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from django import forms
 
-from apps.workspaces.models import Role
+from apps.workspaces.models import Role, WorkspaceSettings
+from apps.workspaces.services import SETTINGS
 
 
 class WorkspaceCreateForm(forms.Form):
@@ -17,6 +18,59 @@ class MemberAddForm(forms.Form):
 
 class MemberRoleForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices)
+
+
+class WorkspaceSettingsForm(forms.Form):
+    """Every pipeline setting, in groups, starting from the workspace's values. It parses
+    numbers; ranges and the rules between values are the service's (one set of messages for
+    the page and the API)."""
+
+    GROUPS = (
+        ("Confidence gate", "Verified mode answers only when the best passage is relevant enough.", ("gate_threshold",)),
+        (
+            "Corrective RAG",
+            "How retrieval is judged Correct, Ambiguous or Incorrect, and what is kept.",
+            ("crag_upper", "crag_lower", "strip_threshold", "web_search_enabled", "web_results"),
+        ),
+        (
+            "Retrieval",
+            "Candidates from each leg, their fusion, and how many go on after reranking.",
+            ("dense_k", "keyword_k", "rrf_k", "dense_weight", "keyword_weight", "rerank_top_n"),
+        ),
+        ("Answer and verification", "", ("answer_max_claims", "locator_threshold")),
+        (
+            "Trust score",
+            "Confidence is the weighted mean of retrieval, source agreement and grounding; the cut-offs turn it into a risk label.",
+            ("trust_weight_retrieval", "trust_weight_agreement", "trust_weight_grounding", "risk_low_cutoff", "risk_medium_cutoff"),
+        ),
+        (
+            "Chunking",
+            "Applies to documents indexed after the change: re-index the existing ones to apply it to them.",
+            ("chunk_size", "chunk_overlap"),
+        ),
+    )
+
+    def __init__(self, data=None, *, options: WorkspaceSettings, read_only: bool = False):
+        super().__init__(data, initial={name: getattr(options, name) for name in SETTINGS}, label_suffix="")
+        for name, setting in SETTINGS.items():
+            self.fields[name] = _field(setting)
+            self.fields[name].disabled = read_only
+
+    def groups(self):
+        """(title, description, bound fields) for each fieldset of the page."""
+        return [(title, text, [self[name] for name in names]) for title, text, names in self.GROUPS]
+
+    def changes(self) -> dict:
+        return {name: self.cleaned_data[name] for name in self.changed_data}
+
+
+def _field(setting) -> forms.Field:
+    if setting.kind is bool:
+        return forms.BooleanField(required=False, label=setting.label, help_text=setting.help)
+    step = "1" if setting.kind is int else "any"
+    field_class = forms.IntegerField if setting.kind is int else forms.FloatField
+    widget = forms.NumberInput(attrs={"step": step})
+    return field_class(label=setting.label, help_text=setting.help, widget=widget)
 
 
 class ProvidersForm(forms.Form):

@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -127,6 +130,127 @@ def _delete_files(names: list[str]) -> None:
 
     for name in names:
         default_storage.delete(name)
+
+
+@dataclass(frozen=True)
+class Setting:
+    kind: type  # int, float or bool
+    low: float | None
+    high: float | None
+    label: str
+    help: str = ""
+
+
+# Every pipeline setting the settings page (and the API's PATCH) may change, with its range.
+# Provider order and keys have their own service (settings_providers_update).
+SETTINGS: dict[str, Setting] = {
+    "gate_threshold": Setting(float, 0, 1, "Gate threshold", "Verified mode refuses when the best passage scores below this."),
+    "crag_upper": Setting(float, 0, 1, "CRAG upper threshold", "Best passage at or above: retrieval is Correct."),
+    "crag_lower": Setting(float, 0, 1, "CRAG lower threshold", "Best passage below: Incorrect; passages below it are dropped."),
+    "strip_threshold": Setting(float, 0, 1, "Strip threshold", "Sentences scoring below it are stripped from kept passages."),
+    "locator_threshold": Setting(float, 0, 100, "Quote locator threshold", "Fuzzy match score (0–100) at which a quote counts as found."),
+    "trust_weight_retrieval": Setting(float, 0, 1, "Weight of retrieval confidence"),
+    "trust_weight_agreement": Setting(float, 0, 1, "Weight of source agreement"),
+    "trust_weight_grounding": Setting(float, 0, 1, "Weight of grounding"),
+    "risk_low_cutoff": Setting(float, 0, 1, "Low risk from", "Confidence at or above which risk is Low."),
+    "risk_medium_cutoff": Setting(float, 0, 1, "Medium risk from", "Confidence at or above which risk is Medium (else High)."),
+    "dense_k": Setting(int, 1, 200, "Dense candidates", "Passages taken from the embedding (cosine) leg."),
+    "keyword_k": Setting(int, 1, 200, "Keyword candidates", "Passages taken from the BM25 keyword leg."),
+    "rrf_k": Setting(int, 1, 1000, "RRF k", "Reciprocal rank fusion constant: higher flattens the ranks."),
+    "dense_weight": Setting(float, 0, 10, "Dense leg weight"),
+    "keyword_weight": Setting(float, 0, 10, "Keyword leg weight"),
+    "rerank_top_n": Setting(int, 1, 50, "Passages after reranking", "How many reranked passages go on to the answer."),
+    "answer_max_claims": Setting(int, 1, 20, "Claims per answer at most"),
+    "web_search_enabled": Setting(bool, None, None, "Web search", "Ask Tavily when retrieval is not Correct (needs TAVILY_API_KEY)."),
+    "web_results": Setting(int, 1, 20, "Web results", "Results asked of the web search."),
+    "chunk_size": Setting(int, 100, 8000, "Chunk size", "Characters per passage when documents are indexed."),
+    "chunk_overlap": Setting(int, 0, 4000, "Chunk overlap", "Characters a passage repeats from the one before it."),
+}
+CHUNKING = ("chunk_size", "chunk_overlap")
+
+
+def settings_update(*, workspace: Workspace, actor: Membership, changes: dict) -> WorkspaceSettings:
+    """Change some of the workspace's pipeline settings (names of SETTINGS → new values).
+
+    Every value is checked — its type, its range, and the rules between values (lower ≤
+    upper, weights not all zero, overlap < size) — before anything is saved; the first
+    problem raises ApplicationError naming its field. Values equal to the current ones are
+    no change. What did change is audited, from → to, in the same transaction; a chunking
+    change marks the documents as needing a re-index.
+    """
+    check_role(actor, Role.ADMIN)
+    values = {name: _setting_value(name, value) for name, value in changes.items()}
+    with transaction.atomic():
+        options = WorkspaceSettings.objects.select_for_update().get(workspace=workspace)
+        changed = {name: {"from": getattr(options, name), "to": value} for name, value in values.items() if getattr(options, name) != value}
+        for name, change in changed.items():
+            setattr(options, name, change["to"])
+        _check_settings(options, changed)
+        if changed:
+            options.save(update_fields=[*changed, "updated_at"])
+            data = {"changes": changed, "reindex_needed": any(name in changed for name in CHUNKING)}
+            audit_event_record(workspace=workspace, actor=actor.user, action="settings.update", data=data)
+    return options
+
+
+def _setting_value(name: str, value):
+    setting = SETTINGS.get(name)
+    if setting is None:
+        raise ApplicationError(f"“{name}” is not a setting that can be changed here.", field=name)
+    if setting.kind is bool:
+        if not isinstance(value, bool):
+            raise ApplicationError(f"{setting.label} must be on or off (true or false).", field=name)
+        return value
+    number = _number(value, setting.kind)
+    if number is None:
+        kind = "a whole number" if setting.kind is int else "a number"
+        raise ApplicationError(f"{setting.label} must be {kind}.", field=name)
+    if not setting.low <= number <= setting.high:
+        raise ApplicationError(f"{setting.label} must be between {setting.low:g} and {setting.high:g}; {number:g} is not.", field=name)
+    return number
+
+
+def _number(value, kind: type):
+    """The value as an int or a finite float, from a number or its text; None when it is not one."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value) if isinstance(value, str | int | float) else None
+    except ValueError:
+        return None
+    if number is None or not math.isfinite(number):
+        return None
+    if kind is int:
+        return int(number) if number.is_integer() else None
+    return number
+
+
+def _check_settings(options: WorkspaceSettings, changed: dict) -> None:
+    """The rules between settings, on the values they would have together."""
+
+    def blame(*names: str) -> str:  # the field the person just changed, if any
+        return next((n for n in names if n in changed), names[0])
+
+    if options.crag_lower > options.crag_upper:
+        raise ApplicationError(
+            f"The CRAG lower threshold ({options.crag_lower:g}) must not be above the upper one ({options.crag_upper:g}).",
+            field=blame("crag_lower", "crag_upper"),
+        )
+    if options.risk_medium_cutoff > options.risk_low_cutoff:
+        raise ApplicationError(
+            f"Medium risk must start at or below where Low risk starts ({options.risk_medium_cutoff:g} > {options.risk_low_cutoff:g}).",
+            field=blame("risk_medium_cutoff", "risk_low_cutoff"),
+        )
+    weights = ("trust_weight_retrieval", "trust_weight_agreement", "trust_weight_grounding")
+    if not any(getattr(options, name) > 0 for name in weights):
+        raise ApplicationError("At least one trust weight must be above 0: the confidence is their weighted mean.", field=blame(*weights))
+    if options.dense_weight <= 0 and options.keyword_weight <= 0:
+        raise ApplicationError("At least one retrieval leg needs a weight above 0.", field=blame("dense_weight", "keyword_weight"))
+    if options.chunk_overlap >= options.chunk_size:
+        raise ApplicationError(
+            f"The chunk overlap ({options.chunk_overlap}) must be smaller than the chunk size ({options.chunk_size}).",
+            field=blame("chunk_overlap", "chunk_size"),
+        )
 
 
 def settings_providers_update(

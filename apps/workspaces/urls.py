@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.workspace_list, name="workspace_list"),
     path("<slug:slug>/", views.workspace_home, name="workspace_home"),
     path("<slug:slug>/members/", views.members, name="members"),
+    path("<slug:slug>/settings/", views.workspace_settings, name="workspace_settings"),
     path("<slug:slug>/settings/providers/", views.providers, name="providers"),
     path("<slug:slug>/members/<uuid:membership_id>/role/", views.member_role, name="member_role"),
     path("<slug:slug>/members/<uuid:membership_id>/remove/", views.member_remove, name="member_remove"),

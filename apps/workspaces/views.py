@@ -10,9 +10,16 @@ from apps.core.errors import ApplicationError
 from apps.core.tenancy import workspace_view
 from apps.core.views import call_service
 from apps.workspaces import services
-from apps.workspaces.forms import MemberAddForm, MemberRoleForm, ProvidersForm, WorkspaceCreateForm
+from apps.workspaces.forms import MemberAddForm, MemberRoleForm, ProvidersForm, WorkspaceCreateForm, WorkspaceSettingsForm
 from apps.workspaces.models import Role
-from apps.workspaces.selectors import membership_list, membership_list_for_user, provider_specs_get, settings_get
+from apps.workspaces.selectors import (
+    membership_list,
+    membership_list_for_user,
+    provider_specs_get,
+    settings_get,
+    settings_history,
+    settings_reindex_pending,
+)
 
 
 @login_required
@@ -73,6 +80,25 @@ def _run_member_action(request, service, *, done: str, **kwargs) -> None:
         messages.error(request, exc.message)
     else:
         messages.success(request, done)
+
+
+@workspace_view(write=Role.ADMIN)
+def workspace_settings(request):
+    """Owners and admins change the pipeline settings; everyone else sees them read-only."""
+    options = settings_get(workspace=request.workspace)
+    form = WorkspaceSettingsForm(request.POST or None, options=options, read_only=not request.membership.can_manage)
+    if request.method == "POST" and form.is_valid():
+        changes = form.changes()
+        saved = call_service(form, services.settings_update, workspace=request.workspace, actor=request.membership, changes=changes)
+        if saved is not None:
+            messages.success(request, "Settings saved." if changes else "Nothing to save: no value was changed.")
+            return redirect("workspace_settings", slug=request.workspace.slug)
+    context = {
+        "form": form,
+        "history": settings_history(workspace=request.workspace)[:50],
+        "reindex_pending": settings_reindex_pending(workspace=request.workspace),
+    }
+    return render(request, "workspaces/settings.html", context, status=400 if form.errors else 200)
 
 
 @workspace_view(write=Role.ADMIN)

@@ -52,7 +52,7 @@ def test_member_uploads_a_document_and_gets_an_answer_with_quoted_claims(persona
 
     page.get_by_role("link", name="Ask", exact=True).click()
     page.locator("textarea[name=question]").fill("How long is the Halvorsen bridge?")
-    page.locator("select[name=mode]").select_option("verified")
+    page.get_by_role("radio", name="Verified").check()
     page.get_by_role("button", name="Ask", exact=True).click()
 
     expect(page.locator("h1.question")).to_have_text("How long is the Halvorsen bridge?")
@@ -62,15 +62,13 @@ def test_member_uploads_a_document_and_gets_an_answer_with_quoted_claims(persona
     uploaded = squash(BRIDGE_TEXT)
     supported_quotes = []
     for claim in claims.all():
-        # The blockquote reads “quote” <cite>— [n] title</cite>; the quote is its first text node.
-        quote = claim.locator("blockquote").evaluate("b => b.firstChild.textContent")
-        quote = squash(quote).strip("“” ")
+        quote = squash(claim.locator(".claim-quote").inner_text()).strip("“” ")
         verdict = claim.locator(".badge").inner_text().strip()
         if quote and quote in uploaded and verdict == "supports":
             supported_quotes.append(quote)
     assert supported_quotes, "no claim quotes the uploaded text with a “supports” verdict"
     assert any("412 metres" in q for q in supported_quotes), supported_quotes
-    expect(page.locator("ol.claims blockquote cite").first).to_contain_text("halvorsen-bridge")
+    expect(page.locator("ol.claims .claim-meta").first).to_contain_text("halvorsen-bridge")
     expect(page.locator("ol.sources")).to_contain_text("halvorsen-bridge")
     screenshot(page, request)
 

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from django import forms
+
+from apps.audits.selectors import MODES, RISKS, SORTS, VERDICTS, AuditFilters
+
+ANY = [("", "any")]
+SORT_LABELS = {
+    "newest": "newest first",
+    "oldest": "oldest first",
+    "confidence": "lowest confidence first",
+    "-confidence": "highest confidence first",
+}
+
+
+class AuditFilterForm(forms.Form):
+    """The audit history's filters from a query string (the page's and the export's)."""
+
+    q = forms.CharField(required=False, max_length=200, label="Question", widget=forms.TextInput(attrs={"type": "search"}))
+    risk = forms.ChoiceField(required=False, choices=ANY + [(r, r.capitalize()) for r in RISKS])
+    refused = forms.ChoiceField(required=False, choices=[*ANY, ("yes", "refusals only"), ("no", "answers only")], label="Refused")
+    mode = forms.ChoiceField(required=False, choices=ANY + [(m, m.capitalize()) for m in MODES])
+    verdict = forms.ChoiceField(required=False, choices=ANY + [(v, v.replace("_", " ")) for v in VERDICTS], label="A claim judged")
+    actor = forms.CharField(required=False, max_length=200, label="Asked by", help_text="user name or API key label")
+    date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    sort = forms.ChoiceField(required=False, choices=[(key, SORT_LABELS[key]) for key in SORTS], label="Sort")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, label_suffix="", **kwargs)
+
+    def clean(self):
+        data = super().clean()
+        if data.get("date_from") and data.get("date_to") and data["date_from"] > data["date_to"]:
+            self.add_error("date_to", "The end date is before the start date.")
+        return data
+
+    def filters(self) -> AuditFilters:
+        data = self.cleaned_data
+        refused = {"yes": True, "no": False}.get(data["refused"])
+        fields = ("q", "risk", "mode", "verdict", "actor", "date_from", "date_to")
+        return AuditFilters(refused=refused, sort=data["sort"] or "newest", **{name: data[name] for name in fields})

@@ -1,0 +1,153 @@
+"""The workspace settings page and the settings_update service behind it (and the API's PATCH)."""
+
+from __future__ import annotations
+
+import html
+
+import pytest
+from django.core.exceptions import PermissionDenied
+from django.urls import reverse
+
+from apps.audits.models import AuditEvent
+from apps.core.errors import ApplicationError
+from apps.documents import services as documents
+from apps.workspaces.models import WorkspaceSettings
+from apps.workspaces.services import SETTINGS, settings_update
+
+
+def url() -> str:
+    return reverse("workspace_settings", args=["acme"])
+
+
+def current(personas) -> dict:
+    options = WorkspaceSettings.objects.get(workspace=personas.workspace_a)
+    return {name: getattr(options, name) for name in SETTINGS}
+
+
+def post(client, personas, **changes):
+    """The whole form as the page sends it: every current value, some changed."""
+    data = current(personas) | changes
+    data = {k: ("on" if v is True else "" if v is False else v) for k, v in data.items()}
+    return client.post(url(), {k: v for k, v in data.items() if v != ""})
+
+
+def page_text(response) -> str:
+    return html.unescape(response.content.decode())
+
+
+@pytest.mark.parametrize("who", ["owner", "admin"])
+def test_owner_and_admin_change_settings_and_the_history_shows_from_and_to(personas, who):
+    client = personas.client(who)
+    response = post(client, personas, gate_threshold=0.6, crag_upper=0.7, web_search_enabled=True)
+    assert response.status_code == 302
+    assert current(personas) | {"gate_threshold": 0.6, "crag_upper": 0.7, "web_search_enabled": True} == current(personas)
+    event = AuditEvent.objects.get(workspace=personas.workspace_a, action="settings.update")
+    assert event.actor == getattr(personas, who).user
+    assert event.data["changes"] == {
+        "gate_threshold": {"from": 0.5, "to": 0.6},
+        "crag_upper": {"from": 0.55, "to": 0.7},
+        "web_search_enabled": {"from": False, "to": True},
+    }
+    page = page_text(client.get(url()))
+    assert "Settings saved." in page
+    assert "gate threshold: 0.5 → 0.6" in page
+    assert "crag upper: 0.55 → 0.7" in page
+    assert "web search enabled: off → on" in page
+    assert f"<td>{getattr(personas, who).user.username}</td>" in page
+
+
+def test_every_setting_is_on_the_page_with_its_value(personas):
+    page = page_text(personas.client("admin").get(url()))
+    for name, value in current(personas).items():
+        if isinstance(value, bool):
+            assert f'name="{name}"' in page
+        else:
+            assert f'name="{name}" value="{value}"' in page, name
+    assert reverse("providers", args=["acme"]) in page, "provider order and keys are one link away"
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"gate_threshold": 1.5}, "gate_threshold", "Gate threshold must be between 0 and 1; 1.5 is not."),
+        ({"locator_threshold": 101}, "locator_threshold", "Quote locator threshold must be between 0 and 100; 101 is not."),
+        ({"crag_lower": 0.6}, "crag_lower", "The CRAG lower threshold (0.6) must not be above the upper one (0.55)."),
+        ({"crag_upper": 0.3}, "crag_upper", "The CRAG lower threshold (0.35) must not be above the upper one (0.3)."),
+        ({"risk_medium_cutoff": 0.8}, "risk_medium_cutoff", "Medium risk must start at or below where Low risk starts (0.8 > 0.75)."),
+        (
+            {"trust_weight_retrieval": 0, "trust_weight_agreement": 0, "trust_weight_grounding": 0},
+            "trust_weight_retrieval",
+            "At least one trust weight must be above 0: the confidence is their weighted mean.",
+        ),
+        ({"chunk_overlap": 800}, "chunk_overlap", "The chunk overlap (800) must be smaller than the chunk size (800)."),
+        ({"chunk_size": 100}, "chunk_size", "The chunk overlap (120) must be smaller than the chunk size (100)."),
+        ({"dense_k": 0}, "dense_k", "Dense candidates must be between 1 and 200; 0 is not."),
+        ({"dense_weight": 0, "keyword_weight": 0}, "dense_weight", "At least one retrieval leg needs a weight above 0."),
+    ],
+)
+def test_a_bad_value_is_refused_with_a_clear_message_beside_its_field_and_nothing_is_saved(personas, changes, field, message):
+    before = current(personas)
+    response = post(personas.client("owner"), personas, **changes)
+    assert response.status_code == 400
+    page = page_text(response)
+    assert f'<ul class="errorlist" id="id_{field}_error"><li>{message}</li></ul>' in page
+    assert current(personas) == before
+    assert not AuditEvent.objects.filter(action="settings.update").exists()
+
+
+def test_a_value_that_is_not_a_number_is_refused_by_the_form(personas):
+    response = post(personas.client("owner"), personas, rrf_k="sixty")
+    assert response.status_code == 400
+    assert "Enter a whole number." in page_text(response)
+
+
+def test_saving_without_changes_records_nothing(personas):
+    client = personas.client("owner")
+    assert post(client, personas).status_code == 302
+    assert "Nothing to save: no value was changed." in page_text(client.get(url()))
+    assert not AuditEvent.objects.filter(action="settings.update").exists()
+
+
+def test_members_and_viewers_see_the_settings_read_only_and_cannot_change_them(personas):
+    for who in ("member", "viewer"):
+        client = personas.client(who)
+        page = page_text(client.get(url()))
+        assert "Only owners and admins change these settings; you see them read-only." in page
+        assert 'name="gate_threshold" value="0.5" step="any" required disabled' in page
+        assert "Save settings" not in page
+        assert post(client, personas, gate_threshold=0.9).status_code == 403
+    assert current(personas)["gate_threshold"] == 0.5
+
+
+def test_changing_the_chunking_asks_for_a_reindex_until_documents_are_reindexed(personas):
+    document, _ = documents.document_create(workspace=personas.workspace_a, actor=None, filename="a.txt", data=b"Some text.", enqueue=False)
+    documents.document_ingest(workspace=personas.workspace_a, document_id=document.pk)
+    client = personas.client("admin")
+    assert "Re-index to apply the new chunking" not in page_text(client.get(url()))
+    assert post(client, personas, chunk_size=600, chunk_overlap=90).status_code == 302
+    page = page_text(client.get(url()))
+    assert "Re-index to apply the new chunking" in page
+    assert reverse("documents_reindex_all", args=["acme"]) in page
+    assert "documents need a re-index" in page
+    client.post(reverse("documents_reindex_all", args=["acme"]))
+    assert "Re-index to apply the new chunking" not in page_text(client.get(url()))
+
+
+def test_the_service_takes_api_style_values_and_names_the_field_at_fault(personas):
+    options = settings_update(
+        workspace=personas.workspace_a, actor=personas.admin, changes={"dense_k": "12", "rrf_k": 40.0, "gate_threshold": 1}
+    )
+    assert (options.dense_k, options.rrf_k, options.gate_threshold) == (12, 40, 1.0)
+    for changes, field, message in [
+        ({"provider_order": "groq"}, "provider_order", "“provider_order” is not a setting that can be changed here."),
+        ({"web_search_enabled": "yes"}, "web_search_enabled", "Web search must be on or off (true or false)."),
+        ({"dense_k": 2.5}, "dense_k", "Dense candidates must be a whole number."),
+        ({"gate_threshold": float("nan")}, "gate_threshold", "Gate threshold must be a number."),
+        ({"keyword_k": True}, "keyword_k", "Keyword candidates must be a whole number."),
+    ]:
+        with pytest.raises(ApplicationError) as caught:
+            settings_update(workspace=personas.workspace_a, actor=personas.admin, changes=changes)
+        assert (caught.value.field, caught.value.message) == (field, message)
+    with pytest.raises(PermissionDenied):
+        settings_update(workspace=personas.workspace_a, actor=personas.member, changes={"dense_k": 5})
+    assert WorkspaceSettings.objects.get(workspace=personas.workspace_a).dense_k == 12

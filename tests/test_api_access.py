@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from apps.apikeys.models import ApiKey
 from apps.apikeys.services import apikey_create, apikey_revoke
+from apps.audits.services import audit_record_create
 from apps.documents.models import Document
 from apps.queries.models import QueryRun
 from apps.workspaces.models import ROLE_RANK, Membership, Role
@@ -42,6 +43,11 @@ ENDPOINTS = [
     Endpoint("member", "get", "api_member", ("tess",), A, 200),
     Endpoint("api keys list", "get", "api_keys", (), A, 200),
     Endpoint("api key", "get", "api_key", ("old_key",), A, 200),
+    Endpoint("settings", "get", "api_settings", (), V, 200),
+    Endpoint("audits list", "get", "api_audits", (), V, 200),
+    Endpoint("audit", "get", "api_audit", ("record",), V, 200),
+    Endpoint("audits export", "get", "api_audits_export", ("csv",), V, 200),
+    Endpoint("settings change", "patch", "api_settings", (), A, 200, body="settings_change"),
     Endpoint("upload", "post", "api_documents", (), M, 201, body="upload"),
     Endpoint("ask", "post", "api_queries", (), M, 202, body="ask"),
     Endpoint("reindex one", "post", "api_document_reindex", ("doc",), M, 202),
@@ -68,6 +74,8 @@ class World:
         self.rick = MembershipFactory(workspace=a, user=UserFactory(username="rick"), role=Role.MEMBER).pk
         UserFactory(username="newcomer")
         self.old_key = apikey_create(workspace=a, actor=None, name="old job", role=Role.VIEWER)[0].pk
+        self.record = audit_record_create(workspace=a, actor=None, actor_label="mia", query_run_id=self.run, payload={"question": "?"}).pk
+        self.csv = "csv"
 
     def url(self, endpoint: Endpoint) -> str:
         return reverse(endpoint.url, args=[self.ws, *(getattr(self, name) for name in endpoint.args)])
@@ -83,6 +91,9 @@ class World:
 
     def member_role(self):
         return {"role": "viewer"}, "json"
+
+    def settings_change(self):
+        return {"gate_threshold": 0.6}, "json"
 
     def key_create(self):
         return {"name": "nightly import", "role": "member"}, "json"

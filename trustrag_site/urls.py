@@ -6,6 +6,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from apps.apikeys import api as apikeys_api
+from apps.audits import api as audits_api
 from apps.core import api as core_api
 from apps.core import views as core_views
 from apps.documents import api as documents_api
@@ -16,6 +17,10 @@ workspace_api = [
     path("", workspaces_api.WorkspaceDetailAPI.as_view(), name="api_workspace"),
     path("members/", workspaces_api.MemberListCreateAPI.as_view(), name="api_members"),
     path("members/<uuid:membership_id>/", workspaces_api.MemberDetailAPI.as_view(), name="api_member"),
+    path("settings/", workspaces_api.SettingsAPI.as_view(), name="api_settings"),
+    path("audits/", audits_api.AuditListAPI.as_view(), name="api_audits"),
+    re_path(r"^audits/export\.(?P<fmt>csv|json)$", audits_api.AuditExportAPI.as_view(), name="api_audits_export"),
+    path("audits/<uuid:record_id>/", audits_api.AuditDetailAPI.as_view(), name="api_audit"),
     path("api-keys/", apikeys_api.ApiKeyListCreateAPI.as_view(), name="api_keys"),
     path("api-keys/<uuid:key_id>/", apikeys_api.ApiKeyDetailAPI.as_view(), name="api_key"),
     path("queries/", queries_api.QueryListCreateAPI.as_view(), name="api_queries"),

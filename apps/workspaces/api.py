@@ -10,7 +10,8 @@ from apps.core.errors import ApplicationError
 from apps.core.tenancy import access, resolve_key_membership
 from apps.workspaces import services
 from apps.workspaces.models import Membership, Role
-from apps.workspaces.selectors import membership_list, membership_list_for_user
+from apps.workspaces.selectors import membership_list, membership_list_for_user, settings_get
+from apps.workspaces.services import SETTINGS
 
 
 class WorkspaceSerializer(serializers.Serializer):
@@ -126,3 +127,35 @@ class MemberDetailAPI(WorkspaceAPIView):
     def delete(self, request, workspace_id, membership_id):
         services.membership_remove(workspace=request.workspace, actor=request.membership, membership_id=membership_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def _settings_fields() -> dict:
+    kinds = {bool: serializers.BooleanField, int: serializers.IntegerField, float: serializers.FloatField}
+    fields = {}
+    for name, setting in SETTINGS.items():
+        bounds = {} if setting.kind is bool else {"min_value": setting.low, "max_value": setting.high}
+        fields[name] = kinds[setting.kind](required=False, help_text=setting.help or setting.label, **bounds)
+    return fields
+
+
+# One field per changeable setting, with its type and range, for the schema and for reading.
+WorkspaceSettingsSerializer = type("WorkspaceSettingsSerializer", (serializers.Serializer,), _settings_fields())
+
+
+class SettingsAPI(WorkspaceAPIView):
+    """The workspace's pipeline settings: everyone reads them; owners and admins PATCH them with
+    the settings page's validation, and each change is audited from → to."""
+
+    serializer_class = WorkspaceSettingsSerializer
+    write_role = Role.ADMIN
+
+    @extend_schema(responses={200: WorkspaceSettingsSerializer} | error_responses())
+    def get(self, request, workspace_id):
+        return Response(WorkspaceSettingsSerializer(settings_get(workspace=request.workspace)).data)
+
+    @extend_schema(request=WorkspaceSettingsSerializer, responses={200: WorkspaceSettingsSerializer} | error_responses(400, 403))
+    def patch(self, request, workspace_id):
+        if not isinstance(request.data, dict):
+            raise ApplicationError("Send a JSON object of the settings to change.")
+        options = services.settings_update(workspace=request.workspace, actor=request.membership, changes=dict(request.data))
+        return Response(WorkspaceSettingsSerializer(options).data)

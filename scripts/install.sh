@@ -1,10 +1,10 @@
 #!/bin/sh
-# Create the virtualenv and install the pinned requirements, once per requirements.txt.
+# Create the virtualenv and install the pinned requirements, once per requirements*.txt.
 set -eu
 python=$1
 venv=$2
 stamp="$venv/.requirements.sha256"
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
+want=$(cat requirements.txt requirements-bench.txt | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$venv/bin/python" ]; then
     exit 0
 fi
@@ -13,4 +13,6 @@ command -v "$python" >/dev/null 2>&1 || python=python3
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$(grep -E '^torch==' requirements.txt)"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt
+# bench_scale's baseline (rank-bm25, faiss-cpu): two wheels, a few seconds, so the tests run it.
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements-bench.txt
 echo "$want" > "$stamp"

@@ -55,10 +55,27 @@ class Answer:
 @dataclass(frozen=True)
 class Location:
     status: str  # "located" | "hallucinated_quote"
-    method: str  # "exact" | "fuzzy" | "none"
+    method: str  # "exact" | "elided" (pieces around "..." in order) | "fuzzy" | "none"
     score: float
     start: int | None = None
     end: int | None = None
+    detail: str = ""  # why a close match was still refused, when it was
+    # A quote missing from its cited source but present in another retrieved source is
+    # misattributed: still a hallucinated quote for the citation, with where it really is.
+    found_in: int | None = None  # 1-based index of that other source
+    found_start: int | None = None
+    found_end: int | None = None
+
+    @property
+    def misattributed(self) -> bool:
+        return self.found_in is not None
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str  # "supports" | "partial" | "contradicts" | "not_found"
+    rationale: str
+    score: float  # the judge's confidence in its verdict, in [0, 1]
 
 
 @dataclass(frozen=True)
@@ -69,3 +86,5 @@ class VerifiedClaim:
     verdict: str
     faithful: bool
     judge: str = field(default="none")
+    rationale: str = ""
+    judge_score: float | None = None

@@ -1,0 +1,229 @@
+"""Hybrid retrieval at scale against the original design's in-process retrieval, in one run.
+
+W temporary workspaces get N chunks in all (see apps.evals.scale for how the texts and vectors
+are made), written through the product's chunk writer; then Q real SciFact questions, each
+scoped to one workspace, run through `hybrid_search` and through the baseline on the same texts
+and vectors. `index_build_seconds` is the time the chunk writes took (rows, HNSW and GIN index
+inserts, BM25 statistics and vectors) plus the VACUUM (ANALYZE) that settles the indexes after
+them; the product builds no index in one go, it fills them as documents arrive. See
+BENCHMARKS.md for the fixed interface.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import ExitStack
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection, transaction
+
+from apps.documents.models import Chunk, Document, DocumentStatus, IndexStat
+from apps.documents.services import _write_chunks
+from apps.evals.bench import emit, percentile, progress, read_jsonl, temporary_workspace
+from apps.evals.scale import VECTOR_METHOD, Baseline, ScaledCorpus, build_corpus, embed_in_batches
+from apps.pipeline.embedding import get_embedder
+from apps.pipeline.retrieval import RetrievalParams, hybrid_search
+from apps.workspaces.models import WorkspaceSettings
+
+REQUIREMENTS = "requirements-bench.txt"
+WARMUP = 5
+PROGRESS_EVERY = 50
+WRITE_PROGRESS_EVERY = 2000
+RECALL_K = 10
+
+
+def _default_data_dir() -> Path:
+    # In CI the repository is cloned under another name with a copy of shared/ beside it.
+    beside = Path(settings.BASE_DIR).parent / "shared" / "data" / "scifact"
+    return beside if beside.exists() else Path("/work/shared/data/scifact")
+
+
+class Command(BaseCommand):
+    help = "Time hybrid retrieval over N chunks in W workspaces against the original in-process rank_bm25 + faiss design."
+
+    def add_arguments(self, parser):
+        data = _default_data_dir()
+        parser.add_argument("--chunks", type=int, required=True, help="chunks in all workspaces together")
+        parser.add_argument("--workspaces", type=int, required=True)
+        parser.add_argument("--queries", type=int, required=True, help="timed questions, each in one workspace")
+        parser.add_argument("--json", dest="json_path", default=None, help="also write the result line to this file")
+        parser.add_argument("--corpus", default=str(data / "corpus.jsonl.gz"), help="BEIR corpus JSONL(.gz) the texts come from")
+        parser.add_argument("--questions", default=str(data / "queries.jsonl"), help="BEIR queries JSONL the questions come from")
+
+    def handle(self, *args, chunks, workspaces, queries, json_path, corpus, questions, **options):
+        _check_arguments(chunks, workspaces, queries, corpus, questions)
+        _require_baseline_libraries()
+        defaults = WorkspaceSettings._meta
+        size, overlap = defaults.get_field("chunk_size").default, defaults.get_field("chunk_overlap").default
+        embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+        records = list(read_jsonl(corpus))
+        progress(f"bench_scale: {chunks} chunks in {workspaces} workspaces, {queries} queries; chunks {size}/{overlap}")
+
+        scaled = build_corpus(
+            records, chunks=chunks, workspaces=workspaces, size=size, overlap=overlap, embed=embedder.embed, report=progress
+        )
+        asked = _questions(questions, queries)
+        vectors = embed_in_batches(embedder.embed, asked, lambda message: None)
+        baseline = _baseline(scaled, dense_k=defaults.get_field("dense_k").default, keyword_k=defaults.get_field("keyword_k").default)
+
+        with ExitStack() as cleanup:
+            spaces = [cleanup.enter_context(temporary_workspace("scale")) for _ in range(workspaces)]
+            build_seconds = _write(spaces, scaled) + _settle()
+            stored = _check_stored(spaces, chunks)
+            measured = _measure(spaces, baseline, asked, vectors)
+            progress("removing the benchmark workspaces")
+
+        emit(
+            {
+                "chunks": stored,
+                "workspaces": workspaces,
+                "queries": len(asked),
+                "vectors": {"real": scaled.count(real=True), "derived": scaled.count(real=False), "method": VECTOR_METHOD},
+                "hybrid_p50_ms": round(percentile(measured["hybrid"], 50), 3),
+                "hybrid_p95_ms": round(percentile(measured["hybrid"], 95), 3),
+                "hnsw_recall@10": round(sum(measured["recall"]) / len(measured["recall"]), 4),
+                "baseline_p50_ms": round(percentile(measured["baseline"], 50), 3),
+                "baseline_p95_ms": round(percentile(measured["baseline"], 95), 3),
+                "speedup_p50": round(percentile(measured["baseline"], 50) / percentile(measured["hybrid"], 50), 2),
+                "index_build_seconds": round(build_seconds, 2),
+            },
+            json_path,
+            self.stdout,
+        )
+
+
+def _check_arguments(chunks: int, workspaces: int, queries: int, corpus: str, questions: str) -> None:
+    if workspaces < 1 or queries < 1:
+        raise CommandError(f"Need at least one workspace and one query (got --workspaces {workspaces}, --queries {queries}).")
+    if chunks < workspaces:
+        raise CommandError(f"Need at least one chunk per workspace (got --chunks {chunks} for {workspaces} workspaces).")
+    for path in (corpus, questions):
+        if not Path(path).is_file():
+            raise CommandError(f"{path} does not exist.")
+
+
+def _require_baseline_libraries() -> None:
+    missing = []
+    for package, module in (("rank-bm25", "rank_bm25"), ("faiss-cpu", "faiss")):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(package)
+    if missing:
+        raise CommandError(
+            f"bench_scale's baseline needs {' and '.join(missing)}, benchmark-only dependencies listed in {REQUIREMENTS}: "
+            f"run `.venv/bin/pip install -r {REQUIREMENTS}`."
+        )
+
+
+def _questions(path: str, count: int) -> list[str]:
+    """`count` real questions in a fixed random order (repeated when the file has fewer)."""
+    texts = [" ".join(str(r.get("text") or "").split()) for r in read_jsonl(path)]
+    texts = [t for t in texts if t]
+    if not texts:
+        raise CommandError(f"{path} holds no question.")
+    order = np.random.default_rng(7).permutation(len(texts))
+    return [texts[order[i % len(texts)]] for i in range(count)]
+
+
+def _baseline(scaled: ScaledCorpus, *, dense_k: int, keyword_k: int) -> Baseline:
+    documents = scaled.workspaces
+    texts = [d.text for docs in documents for doc in docs for d in doc.drafts]
+    vectors = np.concatenate([doc.vectors for docs in documents for doc in docs])
+    workspace_of = np.concatenate([np.full(len(doc.drafts), w) for w, docs in enumerate(documents) for doc in docs])
+    started = time.perf_counter()
+    baseline = Baseline(texts, vectors, workspace_of, dense_k=dense_k, keyword_k=keyword_k)
+    progress(f"baseline: BM25Okapi + IndexFlatL2 over {len(texts)} chunks built in {time.perf_counter() - started:.1f} s")
+    return baseline
+
+
+def _write(spaces, scaled: ScaledCorpus) -> float:
+    """Every chunk through the product's writer; the seconds it took to fill the indexes and statistics."""
+    pending = {}
+    for workspace, documents in zip(spaces, scaled.workspaces, strict=True):
+        rows = Document.objects.bulk_create(
+            [
+                Document(
+                    workspace=workspace,
+                    title=doc.name.removesuffix(".txt"),
+                    filename=doc.name,
+                    size_bytes=len(doc.extracted.text.encode("utf-8")),
+                    sha256=doc.sha256,
+                    status=DocumentStatus.PROCESSING,
+                )
+                for doc in documents
+            ],
+            batch_size=1000,
+        )
+        pending.update({id(doc): row for doc, row in zip(documents, rows, strict=True)})
+    started, written = time.perf_counter(), 0
+    for done, doc in enumerate(scaled.documents, start=1):
+        _write_chunks(pending[id(doc)], doc.extracted, doc.drafts, doc.vectors)
+        written += len(doc.drafts)
+        if done % WRITE_PROGRESS_EVERY == 0 or done == len(pending):
+            elapsed = time.perf_counter() - started
+            progress(f"wrote {done}/{len(pending)} documents, {written} chunks, {written / elapsed:.0f} chunks/s")
+    return time.perf_counter() - started
+
+
+def _check_stored(spaces, expected: int) -> int:
+    stored = Chunk.objects.filter(workspace__in=spaces).count()
+    counted = sum(IndexStat.objects.filter(workspace__in=spaces).values_list("chunk_count", flat=True))
+    if stored != expected or counted != expected:
+        raise CommandError(f"Wrote {stored} chunks ({counted} in the BM25 statistics), expected {expected}.")
+    return stored
+
+
+def _settle() -> float:
+    """What autovacuum would do soon after a bulk load, done now so that it does not run during the
+    timing: merge the GIN index's pending list (every keyword query scans it), drop the row versions
+    the chunk writer's updates left in the HNSW index, refresh the planner's statistics."""
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM (ANALYZE) documents_chunk")
+    seconds = time.perf_counter() - started
+    progress(f"vacuumed and analysed the chunk table in {seconds:.1f} s")
+    return seconds
+
+
+def _measure(spaces, baseline: Baseline, asked: list[str], vectors: np.ndarray) -> dict[str, list[float]]:
+    """Each question in one workspace, in turn: the product's hybrid query and the baseline are
+    timed; the dense leg's HNSW top 10 is compared with the exact top 10 (not timed)."""
+    defaults = WorkspaceSettings._meta
+    params = RetrievalParams(
+        **{name: defaults.get_field(name).default for name in ("dense_k", "keyword_k", "rrf_k", "dense_weight", "keyword_weight")}
+    )
+    dense_only = replace(params, dense_k=RECALL_K, keyword_k=0)
+    for i in range(min(WARMUP, len(asked))):
+        _hybrid(spaces[i % len(spaces)], asked[i], vectors[i], params)
+        baseline.search(asked[i], vectors[i], i % len(spaces))
+    measured: dict[str, list[float]] = {"hybrid": [], "baseline": [], "recall": []}
+    for i, (question, vector) in enumerate(zip(asked, vectors, strict=True)):
+        w = i % len(spaces)
+        started = time.perf_counter()
+        _hybrid(spaces[w], question, vector, params)
+        measured["hybrid"].append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        baseline.search(question, vector, w)
+        measured["baseline"].append((time.perf_counter() - started) * 1000)
+        approximate = {c.chunk_id for c in _hybrid(spaces[w], question, vector, dense_only)}
+        exact = {c.chunk_id for c in _hybrid(spaces[w], question, vector, dense_only, exact=True)}
+        measured["recall"].append(len(approximate & exact) / len(exact) if exact else 1.0)
+        if (i + 1) % PROGRESS_EVERY == 0 or i + 1 == len(asked):
+            progress(
+                f"queries {i + 1}/{len(asked)}: hybrid p50 {percentile(measured['hybrid'], 50):.1f} ms, "
+                f"baseline p50 {percentile(measured['baseline'], 50):.1f} ms, recall@10 {np.mean(measured['recall']):.3f}"
+            )
+    return measured
+
+
+def _hybrid(workspace, question: str, vector, params: RetrievalParams, *, exact: bool = False):
+    with transaction.atomic(), connection.cursor() as cursor:
+        if exact:
+            # No index scan: the dense leg reads the workspace's rows and sorts them all.
+            cursor.execute("SET LOCAL enable_indexscan = off")
+        return hybrid_search(cursor, workspace_id=workspace.pk, question=question, query_vector=vector, params=params)

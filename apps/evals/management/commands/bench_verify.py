@@ -1,0 +1,122 @@
+"""Claim verification quality of the product's two-stage verifier (BENCHMARKS.md, bench_verify).
+
+Claims go through `verify_answer` exactly as an answer's claims do, each citing its source
+document: the quote locator first, then the judge for located quotes. Claims are grouped into
+answers over a few documents, so the judge works in batches as it does for a real answer; a quote
+missing from its document but present in another of the answer's documents is recorded as
+misattributed (still a hallucinated quote). It needs no workspace or database: verification is
+plain pipeline code.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from apps.evals.bench import emit, progress, read_jsonl
+from apps.evals.verify import GoldClaim, gold_from_json, verify_metrics
+from apps.pipeline.judge import get_local_judge
+from apps.pipeline.types import Answer, Candidate, Claim, VerifiedClaim
+from apps.pipeline.verification import verify_answer
+
+LOCATOR_THRESHOLD = 90.0  # the workspace default
+SOURCES_PER_ANSWER = 16  # documents cited by one answer's claims: the verifier judges an answer in one batch
+
+
+class Command(BaseCommand):
+    help = "Claims with cited quotes through the two-stage verifier; accuracy and hallucination detection against gold labels."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--corpus", required=True, type=Path)
+        parser.add_argument("--claims", required=True, type=Path)
+        parser.add_argument("--judge", choices=("local", "llm"), default="local")
+        parser.add_argument("--locator-threshold", type=float, default=LOCATOR_THRESHOLD)
+        parser.add_argument("--json", dest="json_path")
+
+    def handle(self, *args, corpus: Path, claims: Path, judge: str, locator_threshold: float, json_path: str | None, **options):
+        golds = _read_claims(claims)
+        documents = _read_corpus(corpus, {g.source_id for g in golds})
+        verifier = _judge(judge)
+        progress(f"{len(golds)} claims over {len(documents)} documents, judge {verifier.name}")
+        started = time.perf_counter()
+        predicted = _verify_all(golds, documents, verifier, locator_threshold)
+        seconds = time.perf_counter() - started
+        result = {"n": len(golds), "judge": verifier.name} | verify_metrics(golds, predicted) | {"seconds": round(seconds, 2)}
+        emit(result, json_path, self.stdout)
+
+
+def _judge(name: str):
+    if name == "llm":
+        raise CommandError("--judge llm: no LLM provider is configured for judging yet; use --judge local.")
+    local = get_local_judge()
+    local.embedder.embed(["load the model before the clock starts"])
+    return local
+
+
+def _verify_all(golds: list[GoldClaim], documents: dict[str, tuple[str, str]], judge, threshold: float) -> list[VerifiedClaim]:
+    """Claims in answers of up to SOURCES_PER_ANSWER source documents, each claim citing its own
+    document, as the product verifies an answer's claims (the judge sees one batch per answer)."""
+    by_source: dict[str, list[int]] = defaultdict(list)
+    for index, gold in enumerate(golds):
+        by_source[gold.source_id].append(index)
+    source_ids = list(by_source)
+    predicted: list[VerifiedClaim | None] = [None] * len(golds)
+    done = 0
+    for first in range(0, len(source_ids), SOURCES_PER_ANSWER):
+        batch = source_ids[first : first + SOURCES_PER_ANSWER]
+        indexes = [i for number, source_id in enumerate(batch, start=1) for i in by_source[source_id]]
+        number_of = {source_id: number for number, source_id in enumerate(batch, start=1)}
+        claims = tuple(Claim(golds[i].claim, number_of[golds[i].source_id], golds[i].quote) for i in indexes)
+        sources = [_candidate(source_id, *documents[source_id]) for source_id in batch]
+        answer = Answer(text="", claims=claims, insufficient=False, provider="bench")
+        for i, claim in zip(indexes, verify_answer(answer, sources, locator_threshold=threshold, judge=judge), strict=True):
+            predicted[i] = claim
+        done += len(indexes)
+        progress(f"{done}/{len(golds)} claims verified")
+    return predicted
+
+
+def _candidate(source_id: str, title: str, text: str) -> Candidate:
+    return Candidate(
+        chunk_id=source_id,
+        document_id=source_id,
+        document_title=title,
+        ordinal=0,
+        text=text,
+        start=0,
+        end=len(text),
+        dense_rank=None,
+        dense_score=None,
+        keyword_rank=None,
+        keyword_score=None,
+        fused_score=0.0,
+    )
+
+
+def _read_claims(path: Path) -> list[GoldClaim]:
+    try:
+        golds = [gold_from_json(row) for row in read_jsonl(path)]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CommandError(f"{path} is not a claims file (BENCHMARKS.md): {exc}") from exc
+    if not golds:
+        raise CommandError(f"{path} holds no claims.")
+    return golds
+
+
+def _read_corpus(path: Path, wanted: set[str]) -> dict[str, tuple[str, str]]:
+    """id → (title, text) for the documents the claims cite."""
+    try:
+        documents = {
+            str(row.get("id", row.get("_id"))): (row.get("title", ""), row["text"])
+            for row in read_jsonl(path)
+            if str(row.get("id", row.get("_id"))) in wanted
+        }
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CommandError(f"{path} is not a corpus file (BENCHMARKS.md): {exc}") from exc
+    missing = sorted(wanted - documents.keys())
+    if missing:
+        raise CommandError(f"{len(missing)} cited source(s) are not in {path}: {', '.join(missing[:5])}")
+    return documents

@@ -369,7 +369,14 @@ def _claim_row(v) -> dict:
         "end": v.location.end,
         "verdict": v.verdict,
         "judge": v.judge,
+        "judge_score": v.judge_score,
+        "rationale": v.rationale,
         "faithful": v.faithful,
+        # A quote missing from its cited source but found in another retrieved one.
+        "misattributed": v.location.misattributed,
+        "found_in": v.location.found_in,
+        "found_start": v.location.found_start,
+        "found_end": v.location.found_end,
     }
 
 

@@ -15,6 +15,7 @@ from apps.apikeys.models import ApiKey
 from apps.apikeys.services import apikey_create, apikey_revoke
 from apps.audits.services import audit_record_create
 from apps.documents.models import Document
+from apps.evals.models import EvalRun, EvalSet
 from apps.queries.models import QueryRun
 from apps.workspaces.models import ROLE_RANK, Membership, Role
 from tests.factories import MembershipFactory, UserFactory
@@ -55,6 +56,14 @@ ENDPOINTS = [
     Endpoint("member add", "post", "api_members", (), A, 201, body="member_add"),
     Endpoint("member role", "patch", "api_member", ("tess",), A, 200, body="member_role"),
     Endpoint("api key create", "post", "api_keys", (), A, 201, body="key_create"),
+    Endpoint("eval sets list", "get", "api_eval_sets", (), V, 200),
+    Endpoint("eval set", "get", "api_eval_set", ("eval_set",), V, 200),
+    Endpoint("eval runs list", "get", "api_eval_runs", ("eval_set",), V, 200),
+    Endpoint("eval run", "get", "api_eval_run", ("eval_run",), V, 200),
+    Endpoint("eval set upload", "post", "api_eval_sets", (), M, 201, body="eval_upload"),
+    Endpoint("eval run start", "post", "api_eval_runs", ("eval_set",), M, 202),
+    Endpoint("eval apply", "post", "api_eval_run_apply", ("eval_run",), A, 200),
+    Endpoint("eval set delete", "delete", "api_eval_set", ("doomed_set",), M, 204),
     Endpoint("document delete", "delete", "api_document", ("doomed_doc",), M, 204),
     Endpoint("member remove", "delete", "api_member", ("rick",), A, 204),
     Endpoint("api key revoke", "delete", "api_key", ("old_key",), A, 204),
@@ -76,6 +85,9 @@ class World:
         self.old_key = apikey_create(workspace=a, actor=None, name="old job", role=Role.VIEWER)[0].pk
         self.record = audit_record_create(workspace=a, actor=None, actor_label="mia", query_run_id=self.run, payload={"question": "?"}).pk
         self.csv = "csv"
+        self.eval_set = _eval_set(a, "kept").pk
+        self.doomed_set = _eval_set(a, "doomed").pk
+        self.eval_run = _finished_run(a, self.eval_set).pk
 
     def url(self, endpoint: Endpoint) -> str:
         return reverse(endpoint.url, args=[self.ws, *(getattr(self, name) for name in endpoint.args)])
@@ -95,8 +107,38 @@ class World:
     def settings_change(self):
         return {"gate_threshold": 0.6}, "json"
 
+    def eval_upload(self):
+        return {"file": SimpleUploadedFile("set.jsonl", b'{"question": "What is in A?", "answerable": true}')}, "multipart"
+
     def key_create(self):
         return {"name": "nightly import", "role": "member"}, "json"
+
+
+def _eval_set(workspace, name: str) -> EvalSet:
+    return EvalSet.objects.create(workspace=workspace, name=name, source_format="jsonl", question_count=0)
+
+
+def _finished_run(workspace, set_id) -> EvalRun:
+    """A finished run of one answerable and one unanswerable question: it recommends thresholds."""
+    from apps.evals.models import EvalQuestion, EvalResult
+
+    run = EvalRun.objects.create(workspace=workspace, eval_set_id=set_id, status="done", gate_threshold=0.5, crag_lower=0.35)
+    for ordinal, (answerable, score) in enumerate([(True, 0.8), (False, None)], start=1):
+        question = EvalQuestion.objects.create(
+            workspace=workspace, eval_set_id=set_id, ordinal=ordinal, question="?", answerable=answerable
+        )
+        side = {"answered": score is not None, "correct": None, "answer": "", "risk": "low", "verdicts": []}
+        EvalResult.objects.create(
+            workspace=workspace,
+            run=run,
+            question=question,
+            ordinal=ordinal,
+            top_score=score,
+            retrieval_score=score or 0.2,
+            verified=side,
+            naive=side,
+        )
+    return run
 
 
 def _document(workspace, name: str, digit: str) -> Document:
@@ -165,6 +207,7 @@ def test_every_endpoint_answers_each_credential_as_its_role_allows(personas, cre
     assert Document.objects.filter(pk=world.doomed_doc).exists() == ("document delete" in refused)
     assert (ApiKey.objects.get(pk=world.old_key).revoked_at is None) == ("api key revoke" in refused)
     assert Membership.objects.filter(pk=world.rick).exists() == ("member remove" in refused)
+    assert EvalSet.objects.filter(pk=world.doomed_set).exists() == ("eval set delete" in refused)
 
 
 @pytest.mark.parametrize("credential", list(CREDENTIALS))

@@ -9,6 +9,7 @@ from apps.apikeys.models import ApiKey
 from apps.apikeys.services import apikey_create
 from apps.audits.services import audit_record_create
 from apps.documents.models import Document
+from apps.evals.models import EvalRun, EvalSet
 from apps.queries.models import QueryRun
 
 
@@ -19,7 +20,9 @@ def objects(personas):
     doc = Document.objects.create(workspace=a, title="a-notes", filename="a-notes.txt", size_bytes=1, sha256="0" * 64, file="x")
     key, _ = apikey_create(workspace=a, actor=None, name="CI", role="member")
     record = audit_record_create(workspace=a, actor=None, actor_label="mia", query_run_id=run.pk, payload={"question": run.question})
-    return {"run": run, "doc": doc, "membership": personas.member, "key": key, "record": record}
+    eval_set = EvalSet.objects.create(workspace=a, name="acme-eval", source_format="jsonl", question_count=1, answerable_count=1)
+    eval_run = EvalRun.objects.create(workspace=a, eval_set=eval_set, status="done", gate_threshold=0.5, crag_lower=0.35)
+    return {"run": run, "doc": doc, "membership": personas.member, "key": key, "record": record, "eval_set": eval_set, "eval_run": eval_run}
 
 
 def page_urls(p, o) -> list[tuple[str, str]]:
@@ -50,6 +53,13 @@ def page_urls(p, o) -> list[tuple[str, str]]:
         ("get", reverse("audit_export", args=[slug, "csv"])),
         ("get", reverse("audit_export", args=[slug, "json"])),
         ("get", reverse("audit_events", args=[slug])),
+        ("get", reverse("evaluations", args=[slug])),
+        ("post", reverse("evaluations", args=[slug])),
+        ("get", reverse("eval_set", args=[slug, o["eval_set"].pk])),
+        ("post", reverse("eval_run_start", args=[slug, o["eval_set"].pk])),
+        ("get", reverse("eval_run", args=[slug, o["eval_run"].pk])),
+        ("post", reverse("eval_run_apply", args=[slug, o["eval_run"].pk])),
+        ("post", reverse("eval_set_delete", args=[slug, o["eval_set"].pk])),
     ]
 
 
@@ -69,6 +79,14 @@ def api_urls(p, o) -> list[tuple[str, str]]:
         ("delete", reverse("api_document", args=[ws, o["doc"].pk])),
         ("post", reverse("api_document_reindex", args=[ws, o["doc"].pk])),
         ("post", reverse("api_documents_reindex", args=[ws])),
+        ("get", reverse("api_eval_sets", args=[ws])),
+        ("post", reverse("api_eval_sets", args=[ws])),
+        ("get", reverse("api_eval_set", args=[ws, o["eval_set"].pk])),
+        ("get", reverse("api_eval_runs", args=[ws, o["eval_set"].pk])),
+        ("post", reverse("api_eval_runs", args=[ws, o["eval_set"].pk])),
+        ("get", reverse("api_eval_run", args=[ws, o["eval_run"].pk])),
+        ("post", reverse("api_eval_run_apply", args=[ws, o["eval_run"].pk])),
+        ("delete", reverse("api_eval_set", args=[ws, o["eval_set"].pk])),
     ]
 
 
@@ -115,6 +133,8 @@ def test_viewer_can_read_but_every_write_is_403(personas, objects):
         assert response.status_code == (200 if method == "get" else 403), (method, url, response.status_code)
     assert Document.objects.filter(pk=objects["doc"].pk, status="queued").exists(), "nothing a viewer tried changed the document"
     assert ApiKey.objects.get(pk=objects["key"].pk).active, "nor the key"
+    assert EvalSet.objects.filter(pk=objects["eval_set"].pk).exists(), "nor the evaluation set"
+    assert EvalRun.objects.count() == 1, "and no evaluation run was started"
 
 
 def test_object_of_one_workspace_is_404_through_the_url_of_another(personas, objects):
@@ -125,6 +145,9 @@ def test_object_of_one_workspace_is_404_through_the_url_of_another(personas, obj
     headers = {"HTTP_AUTHORIZATION": f"Token {personas.token('owner_b')}"}
     assert client.get(reverse("api_query", args=[personas.workspace_b.pk, objects["run"].pk]), **headers).status_code == 404
     assert client.get(reverse("api_document", args=[personas.workspace_b.pk, objects["doc"].pk]), **headers).status_code == 404
+    assert client.get(reverse("eval_set", args=["beta", objects["eval_set"].pk])).status_code == 404
+    assert client.get(reverse("eval_run", args=["beta", objects["eval_run"].pk])).status_code == 404
+    assert client.get(reverse("api_eval_run", args=[personas.workspace_b.pk, objects["eval_run"].pk]), **headers).status_code == 404
 
 
 def test_lists_show_only_the_callers_workspace(personas, objects):
@@ -135,6 +158,8 @@ def test_lists_show_only_the_callers_workspace(personas, objects):
     page = client.get(reverse("workspace_list")).content.decode()
     assert "Beta Labs" in page
     assert "Acme Research" not in page
+    assert client.get(reverse("api_eval_sets", args=[personas.workspace_b.pk]), **headers).json()["count"] == 0
+    assert "acme-eval" not in client.get(reverse("evaluations", args=["beta"])).content.decode()
     history = client.get(reverse("audit_list", args=["beta"])).content.decode()
     assert "<strong>0</strong> records" in history
     exported = b"".join(client.get(reverse("audit_export", args=["beta", "csv"])).streaming_content).decode()

@@ -10,6 +10,7 @@ from apps.audits import api as audits_api
 from apps.core import api as core_api
 from apps.core import views as core_views
 from apps.documents import api as documents_api
+from apps.evals import api as evals_api
 from apps.queries import api as queries_api
 from apps.workspaces import api as workspaces_api
 
@@ -29,6 +30,11 @@ workspace_api = [
     path("documents/<uuid:document_id>/", documents_api.DocumentDetailAPI.as_view(), name="api_document"),
     path("documents/<uuid:document_id>/reindex/", documents_api.DocumentReindexAPI.as_view(), name="api_document_reindex"),
     path("documents/reindex/", documents_api.WorkspaceReindexAPI.as_view(), name="api_documents_reindex"),
+    path("eval-sets/", evals_api.EvalSetListCreateAPI.as_view(), name="api_eval_sets"),
+    path("eval-sets/<uuid:set_id>/", evals_api.EvalSetDetailAPI.as_view(), name="api_eval_set"),
+    path("eval-sets/<uuid:set_id>/runs/", evals_api.EvalRunListCreateAPI.as_view(), name="api_eval_runs"),
+    path("eval-runs/<uuid:run_id>/", evals_api.EvalRunDetailAPI.as_view(), name="api_eval_run"),
+    path("eval-runs/<uuid:run_id>/apply/", evals_api.EvalRunApplyAPI.as_view(), name="api_eval_run_apply"),
 ]
 
 api_v1 = [
@@ -52,5 +58,6 @@ urlpatterns = [
     path("w/<slug:slug>/api-keys/", include("apps.apikeys.urls")),
     path("w/<slug:slug>/documents/", include("apps.documents.urls")),
     path("w/<slug:slug>/audit/", include("apps.audits.urls")),
+    path("w/<slug:slug>/evaluations/", include("apps.evals.urls")),
     path("w/<slug:slug>/", include("apps.queries.urls")),
 ]

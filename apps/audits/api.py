@@ -24,6 +24,7 @@ FILTER_PARAMETERS = [
     OpenApiParameter("date_from", OpenApiTypes.DATE),
     OpenApiParameter("date_to", OpenApiTypes.DATE),
     OpenApiParameter("sort", str, enum=list(SORTS)),
+    OpenApiParameter("evaluation", bool, description="also the answers evaluation runs asked for (left out by default)"),
 ]
 
 

@@ -25,6 +25,7 @@ class AuditFilterForm(forms.Form):
     date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     sort = forms.ChoiceField(required=False, choices=[(key, SORT_LABELS[key]) for key in SORTS], label="Sort")
+    evaluation = forms.BooleanField(required=False, label="Include evaluation runs")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, label_suffix="", **kwargs)
@@ -39,4 +40,9 @@ class AuditFilterForm(forms.Form):
         data = self.cleaned_data
         refused = {"yes": True, "no": False}.get(data["refused"])
         fields = ("q", "risk", "mode", "verdict", "actor", "date_from", "date_to")
-        return AuditFilters(refused=refused, sort=data["sort"] or "newest", **{name: data[name] for name in fields})
+        return AuditFilters(
+            refused=refused,
+            sort=data["sort"] or "newest",
+            include_evaluation=data["evaluation"],
+            **{name: data[name] for name in fields},
+        )

@@ -75,6 +75,12 @@ class AuditRecord(TenantModel):
         output_field=models.BooleanField(null=True),
         db_persist=True,
     )
+    # Asked by an evaluation run (payload "evaluation": true): the history leaves these out unless asked.
+    evaluation = models.GeneratedField(
+        expression=_from_payload("COALESCE((P -> 'evaluation') = 'true'::jsonb, false)", models.BooleanField()),
+        output_field=models.BooleanField(),
+        db_persist=True,
+    )
     # Every claim's verdict, e.g. ["supports", "hallucinated_quote"]; `@>` finds a verdict.
     verdicts = models.GeneratedField(
         expression=_from_payload("jsonb_path_query_array(P, '$.stages.verify.claims[*].verdict')", models.JSONField()),

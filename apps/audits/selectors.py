@@ -36,10 +36,13 @@ class AuditFilters:
     date_to: dt.date | None = None  # inclusive
     q: str = ""  # words or part of a word of the question
     sort: str = "newest"  # one of SORTS
+    include_evaluation: bool = False  # also the answers that evaluation runs asked for
 
     def as_dict(self) -> dict:
         """The filters that are set, JSON-ready (for the export's audit event)."""
         values = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        if not self.include_evaluation:
+            del values["include_evaluation"]
         return {k: v.isoformat() if isinstance(v, dt.date) else v for k, v in values.items() if v not in ("", None)}
 
 
@@ -48,6 +51,8 @@ def audit_record_list(*, workspace: Workspace, filters: AuditFilters | None = No
     never needs the whole trace; `.defer(None)` brings it back)."""
     filters = filters or AuditFilters()
     records = AuditRecord.objects.filter(workspace=workspace, **_exact(filters))
+    if not filters.include_evaluation:
+        records = records.filter(evaluation=False)
     if filters.verdict:
         records = records.filter(verdicts__contains=[filters.verdict])
     if filters.date_from:

@@ -45,6 +45,8 @@ class QueryRun(TenantModel):
     risk = models.CharField(max_length=10, blank=True)
     error = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    # Asked by an evaluation run (apps.evals), not a person: kept out of the history lists.
+    evaluation = models.BooleanField(default=False)
 
     STAGES = ("retrieve", "rerank", "correct", "gate", "generate", "verify", "score")
 

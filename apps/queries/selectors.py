@@ -7,8 +7,9 @@ from apps.queries.models import QueryRun
 from apps.workspaces.models import Workspace
 
 
-def query_run_list(*, workspace: Workspace) -> QuerySet[QueryRun]:
-    return QueryRun.objects.filter(workspace=workspace).select_related("asked_by")
+def query_run_list(*, workspace: Workspace, include_evaluation: bool = False) -> QuerySet[QueryRun]:
+    runs = QueryRun.objects.filter(workspace=workspace).select_related("asked_by")
+    return runs if include_evaluation else runs.filter(evaluation=False)
 
 
 def access_query_run(workspace: Workspace, run_id) -> QueryRun:

@@ -69,6 +69,7 @@ def query_run_create(
     mode: str = QueryMode.VERIFIED,
     threshold_override: float | None = None,
     actor_label: str = "",
+    evaluation: bool = False,
 ) -> QueryRun:
     """A validated, queued question; `query_run_execute` answers it."""
     question = _clean_question(question)
@@ -78,7 +79,13 @@ def query_run_create(
         raise ApplicationError("threshold_override must be between 0 and 1.", field="threshold_override")
     label = actor_label or (actor.get_username() if actor else "anonymous")
     return QueryRun.objects.create(
-        workspace=workspace, question=question, mode=mode, threshold_override=threshold_override, asked_by=actor, actor_label=label
+        workspace=workspace,
+        question=question,
+        mode=mode,
+        threshold_override=threshold_override,
+        asked_by=actor,
+        actor_label=label,
+        evaluation=evaluation,
     )
 
 
@@ -307,7 +314,9 @@ def _retrieval_params(options) -> RetrievalParams:
 
 
 def _audit_payload(run: QueryRun, options, params: RetrievalParams, candidates, timings: dict) -> dict:
-    return {
+    # Evaluation traffic says so in its record (the history leaves it out unless asked); a
+    # person's record keeps exactly the keys it always had.
+    return ({"evaluation": True} if run.evaluation else {}) | {
         "recorded_at": timezone.now().isoformat(),
         "question": run.question,
         "mode": run.mode,

@@ -10,8 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.documents.services import document_create, document_ingest
 from apps.evals.bench import emit, progress, temporary_workspace
 from apps.evals.gate import ANSWERABLE, IN_DOMAIN, OFF_TOPIC, Outcome, contains_gold, metrics, recommend, sweep
-from apps.queries.models import QueryMode
-from apps.queries.services import query_answer
+from apps.evals.services import question_ask_both
 from apps.workspaces.selectors import settings_get
 
 SWEEP = [round(0.05 * i, 2) for i in range(0, 17)]
@@ -57,8 +56,7 @@ class Command(BaseCommand):
 
 
 def _ask(workspace, kind: str, question: str, golds: list[str]) -> Outcome:
-    opened = query_answer(workspace=workspace, actor=None, question=question, threshold_override=0.0, actor_label="bench_gate")
-    naive = query_answer(workspace=workspace, actor=None, question=question, mode=QueryMode.NAIVE, actor_label="bench_gate")
+    opened, naive = question_ask_both(workspace=workspace, question=question, actor_label="bench_gate")
     return Outcome(
         kind=kind,
         answered_open=not opened.insufficient,

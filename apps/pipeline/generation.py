@@ -5,6 +5,7 @@ Deterministic and always available, so the product works offline and with no key
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,6 +61,14 @@ def cite_sentences(question: str, answer_text: str, sources: list[Candidate], em
     similarity = vectors @ embedder.embed([s for _, s in candidates]).T
     claims = []
     for row, statement in zip(similarity, statements, strict=True):
-        index, quote = candidates[int(np.argmax(row))]
+        # A sentence holding the statement's own words and numbers is where it would come from,
+        # even when its meaning is only close: "1948" belongs to the sentence that says 1948.
+        words = _content_words(statement)
+        overlap = np.array([len(words & _content_words(s)) / len(words) if words else 0.0 for _, s in candidates])
+        index, quote = candidates[int(np.argmax(row + overlap))]
         claims.append(Claim(text=statement, source=index, quote=quote))
     return claims
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[^\W_]+", text.lower()) if len(w) > 2 or w.isdigit()}

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from apps.pipeline.text import sentence_spans
-from apps.pipeline.types import Candidate, VerifiedClaim
+from apps.pipeline.types import VerifiedClaim
 
 LOW, MEDIUM, HIGH = "low", "medium", "high"
-# A claim whose best-matching source sentence is this similar (cosine) corroborates
-# nothing; at the upper bound it is restated.
-AGREEMENT_FLOOR, AGREEMENT_CEILING = 0.3, 0.85
 UNSAFE_VERDICTS = {"hallucinated_quote", "contradicts"}
 
 
@@ -28,22 +22,28 @@ class TrustWeights:
 @dataclass(frozen=True)
 class Trust:
     retrieval: float  # the best relevance among the passages the answer drew on
-    agreement: float  # how strongly the retrieved sources, taken together, echo each claim
+    agreement: float  # how strongly the cited sources back each claim, by the judge's belief
     grounding: float  # share of claims located in their source and supported by it
     confidence: float
     risk: str
     reasons: tuple[str, ...]
 
 
-def source_agreement(claims: list[str], sources: list[Candidate], embedder) -> float:
-    """Mean over claims of the best cosine between the claim and any sentence of any
-    retrieved source, ramped to [0, 1]."""
-    sentences = [c.text[s.start : s.end] for c in sources for s in sentence_spans(c.text)]
-    if not claims or not sentences:
+def source_agreement(verified: list[VerifiedClaim]) -> float:
+    """How strongly the sources back the answer: the mean over claims of the judge's belief that
+    the cited passage supports the claim — its confidence when it says `supports`, the rest of
+    its belief otherwise — and nothing for a quote that is not in its source. Unlike grounding,
+    which counts verdicts, it keeps how sure each verdict was."""
+    if not verified:
         return 0.0
-    best = (embedder.embed(claims) @ embedder.embed(sentences).T).max(axis=1)
-    ramped = np.clip((best - AGREEMENT_FLOOR) / (AGREEMENT_CEILING - AGREEMENT_FLOOR), 0.0, 1.0)
-    return round(float(ramped.mean()), 4)
+    return round(sum(_support(v) for v in verified) / len(verified), 4)
+
+
+def _support(v: VerifiedClaim) -> float:
+    if v.location.status != "located":
+        return 0.0
+    score = 1.0 if v.judge_score is None else min(max(v.judge_score, 0.0), 1.0)
+    return score if v.verdict == "supports" else 1.0 - score
 
 
 def trust_score(*, retrieval: float | None, agreement: float, verified: list[VerifiedClaim], refused: bool, weights: TrustWeights) -> Trust:

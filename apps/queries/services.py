@@ -152,7 +152,7 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
     sources = [s.candidate for s in pool]
     answer, attempts, verified = _answer(run, gate, query_vector, sources, refined, router, options, progress)
     with progress.stage("score") as note:
-        trust = _trust(answer, verified, pool, embedder, options)
+        trust = _trust(answer, verified, pool, options)
         note["detail"] = f"confidence {trust.confidence:.0%}, {trust.risk} risk"
 
     scores = {s.candidate.chunk_id: s.score for s in [*reranked, *pool]}
@@ -272,7 +272,7 @@ def _router(options, embedder) -> Router:
     return Router(providers, secrets=provider_secrets(options=options))
 
 
-def _trust(answer: Answer, verified, pool, embedder, options) -> Trust:
+def _trust(answer: Answer, verified, pool, options) -> Trust:
     weights = TrustWeights(
         retrieval=options.trust_weight_retrieval,
         agreement=options.trust_weight_agreement,
@@ -282,7 +282,7 @@ def _trust(answer: Answer, verified, pool, embedder, options) -> Trust:
     )
     retrieval = max((s.score for s in pool), default=None)
     refused = answer.insufficient and not verified
-    agreement = 0.0 if refused else source_agreement([v.claim.text for v in verified], [s.candidate for s in pool], embedder)
+    agreement = 0.0 if refused else source_agreement(verified)
     return trust_score(retrieval=retrieval, agreement=agreement, verified=verified, refused=refused, weights=weights)
 
 
@@ -374,6 +374,7 @@ def _claim_row(v) -> dict:
         "quote_status": v.location.status,
         "locator": v.location.method,
         "locator_score": v.location.score,
+        "locator_detail": v.location.detail,
         "start": v.location.start,
         "end": v.location.end,
         "verdict": v.verdict,
@@ -446,4 +447,4 @@ def answer_assess(*, workspace: Workspace, question: str, answer_text: str) -> A
     claims = tuple(cite_sentences(question, answer_text, sources, embedder))
     answer = Answer(text=answer_text, claims=claims, insufficient=not claims, provider="external")
     verified = verify_answer(answer, sources, locator_threshold=options.locator_threshold)
-    return Assessment(claims=verified, trust=_trust(answer, verified, pool, embedder, options), sources=sources)
+    return Assessment(claims=verified, trust=_trust(answer, verified, pool, options), sources=sources)

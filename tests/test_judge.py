@@ -120,3 +120,11 @@ def test_the_shipped_model_matches_the_features_and_was_held_out_evaluated():
 @pytest.mark.parametrize("claim", ["", "   "])
 def test_an_empty_claim_is_never_supported(claim):
     assert judged(claim).verdict != "supports"
+
+
+def test_the_local_judge_shares_the_products_embedder_instead_of_loading_a_second_model():
+    from django.conf import settings
+
+    from apps.pipeline.embedding import get_embedder
+
+    assert get_local_judge().embedder is get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)

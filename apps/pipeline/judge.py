@@ -388,8 +388,6 @@ def _squash(text: str) -> str:
 
 FEATURES = (
     "sim_quote",
-    "sim_window",
-    "sim_gap",
     "recall_quote",
     "recall_window",
     "precision_quote",
@@ -663,22 +661,20 @@ def lexical_features(claim: str, passage: str, quote_start: int, quote_end: int)
 
 def feature_matrix(requests: Sequence[JudgeRequest], embedder) -> tuple[np.ndarray, list[_Reading], np.ndarray]:
     """One row of FEATURES per request (claim, passage, quote start, quote end), the lexical
-    readings, and the claim-quote similarities. The embedder sees all texts in one batch."""
+    readings, and the claim-quote similarities. The embedder sees claims and quotes in one batch;
+    the sentences around the quote count through the lexical features (embedding them too cost
+    twice the time and gained nothing on validation claims)."""
     claims = [r[0] for r in requests]
     quotes = [r[1][r[2] : r[3]] or r[1] for r in requests]
-    passages = [r[1] for r in requests]
-    vectors = embedder.embed(claims + quotes + passages)
+    vectors = embedder.embed(claims + quotes)
     n = len(requests)
-    c, q, w = vectors[:n], vectors[n : 2 * n], vectors[2 * n :]
-    sim_quote, sim_window = (c * q).sum(axis=1), (c * w).sum(axis=1)
+    sim_quote = (vectors[:n] * vectors[n:]).sum(axis=1)
     rows, readings = [], []
     for i, request in enumerate(requests):
         values, reading = lexical_features(*request)
         s = float(sim_quote[i])
         values |= {
             "sim_quote": s,
-            "sim_window": float(sim_window[i]),
-            "sim_gap": float(sim_window[i]) - s,
             "sim_x_neg_mismatch": s * values["neg_mismatch"],
             "sim_x_direction_conflict": s * max(values["direction_conflict"], values["antonym_conflict"]),
             "sim_x_numbers_missing": s * values["numbers_missing"],
@@ -819,5 +815,18 @@ def _cues(reading: _Reading) -> list[str]:
 
 @cache
 def get_local_judge() -> LocalJudge:
-    """The local judge with the shipped parameters and the product's embedder, loaded once."""
-    return LocalJudge(SoftmaxModel.load(MODEL_PATH), get_embedder())
+    """The local judge with the shipped parameters and the product's embedder, each loaded once.
+
+    The parameters were fitted on all-MiniLM-L6-v2 similarities (the default EMBEDDING_MODEL);
+    another embedding model shifts the similarity feature, so retrain with it."""
+    return LocalJudge(SoftmaxModel.load(MODEL_PATH), get_embedder(*_product_embedder_args()))
+
+
+def _product_embedder_args() -> tuple:
+    """The arguments the product passes to get_embedder, so that the judge shares its instance
+    (and the model is loaded once); the defaults outside Django (scripts/train_judge.py)."""
+    from django.conf import settings
+
+    if settings.configured:
+        return settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE
+    return ()

@@ -2,9 +2,9 @@
 
 Stage 1 locates each quote in its cited source with no model call: normalised exact match,
 then the quote's sentences and the pieces around an ellipsis, each exact and in order, then
-rapidfuzz `partial_ratio` at or above the threshold. Offsets always point into the original text. A quote that is not located is a
-`hallucinated_quote` and is never judged; when another retrieved source holds it, the claim
-records where (misattributed).
+rapidfuzz `partial_ratio` at or above the threshold. Offsets always point into the original
+text. A quote that is not located is a `hallucinated_quote` and is never judged; when another
+retrieved source holds it, the claim records where (misattributed).
 
 Stage 2 hands the judge the located quote with the sentences around it, and nothing else.
 """
@@ -200,7 +200,8 @@ class _Located:
 
     def unjudged(self) -> VerifiedClaim:
         title = self.source.document_title if self.source else "(no such source)"
-        return VerifiedClaim(self.claim, title, self.location, "hallucinated_quote", False, rationale=self.location.detail)
+        why = self.location.detail or f"the quote is not in the cited source (closest match scores {self.location.score:g})"
+        return VerifiedClaim(self.claim, title, self.location, "hallucinated_quote", False, rationale=why)
 
 
 def _stage_one(claim: Claim, sources: list[Candidate], threshold: float) -> _Located:

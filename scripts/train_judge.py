@@ -3,9 +3,11 @@
     .venv/bin/python scripts/train_judge.py [--data /work/shared/data] [--split-dir var/verify-split]
 
 Data: SciFact train claims and HealthVer dev claims, plus claims derived from sentences of the
-training documents by edits whose verdict is known (a changed number or unit, an added or
-removed negation, an antonym, swapped names, a dropped hedge, an overgeneralisation, another
-sentence of the abstract as the claim, light paraphrases as support).
+training documents by edits whose verdict is known: contradicts for a changed number or unit, an
+added or removed negation, an antonym, two names swapped or one renamed (STAT3 → STAT5); partial
+for a dropped hedge, an overgeneralisation, or the quote's statement joined to one the passage
+does not make; not_found for another, distant sentence of the abstract; supports for light
+paraphrases (a clause or parenthesis dropped, a few synonyms).
 
 Held out: claims are grouped by source document (and claims shared across documents join the
 same group); a group is held out when the SHA-256 of its first key falls in the lowest 30 %.

@@ -120,3 +120,29 @@ def test_the_shipped_model_matches_the_features_and_was_held_out_evaluated():
 @pytest.mark.parametrize("claim", ["", "   "])
 def test_an_empty_claim_is_never_supported(claim):
     assert judged(claim).verdict != "supports"
+
+
+def test_the_local_judge_shares_the_products_embedder_instead_of_loading_a_second_model():
+    from django.conf import settings
+
+    from apps.pipeline.embedding import get_embedder
+
+    assert get_local_judge().embedder is get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+
+
+STATINS = (
+    "Participants were followed for two years. Statin therapy lowered LDL cholesterol in most patients with familial "
+    "hypercholesterolaemia. Muscle pain was the commonest side effect."
+)
+STATINS_QUOTE = "Statin therapy lowered LDL cholesterol in most patients with familial hypercholesterolaemia."
+
+
+def test_a_claim_about_all_where_the_passage_says_most_is_partial():
+    judgement = judged("Statin therapy lowers LDL cholesterol in all patients with familial hypercholesterolaemia.", STATINS, STATINS_QUOTE)
+    assert judgement.verdict == "partial"
+    assert "generalises" in judgement.rationale
+
+
+def test_a_reworded_claim_with_the_same_meaning_is_supported():
+    judgement = judged("In familial hypercholesterolaemia, statins reduced LDL cholesterol in most patients.", STATINS, STATINS_QUOTE)
+    assert judgement.verdict == "supports"

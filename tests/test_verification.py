@@ -123,6 +123,7 @@ def test_fabricated_quote_is_flagged_without_judge_call():
     assert not verified.faithful
     assert judge.calls == []
     assert verified.judge == "none"
+    assert verified.rationale.startswith("the quote is not in the cited source")
 
 
 def test_a_located_quote_is_judged_from_its_sentence_and_the_sentences_around_it():
@@ -162,6 +163,7 @@ def test_a_quote_found_in_another_source_is_recorded_as_misattributed():
     assert judge.calls == []
     assert verified.location.misattributed
     assert verified.location.found_in == 2
+    assert verified.rationale == "misattributed: the quote is in source 2, not in the cited source"
     found = verified.location.found_start - 500, verified.location.found_end - 500
     assert other_text[found[0] : found[1]] == "The crossing takes forty minutes."
 

@@ -46,8 +46,13 @@ def ask(personas, question="How tall is the Skerryvore lighthouse?", **kwargs):
     return query_answer(workspace=personas.workspace_a, actor=personas.member.user, question=question, **kwargs)
 
 
+def generation_calls(fake_llm, provider: str) -> list[dict]:
+    """The provider's calls for the answer itself (judge calls come after them)."""
+    return [c for c in fake_llm.calls(provider) if c["body"]["messages"][0]["content"].startswith("You answer questions")]
+
+
 def outcomes(run) -> list[tuple[str, str]]:
-    return [(a["provider"], a["outcome"]) for a in run.attempts]
+    return [(a["provider"], a["outcome"]) for a in run.attempts if a["purpose"] == "generate"]
 
 
 def test_groq_answers_with_claims_whose_quotes_are_located_in_the_source(personas, lighthouse, fake_llm):
@@ -59,7 +64,7 @@ def test_groq_answers_with_claims_whose_quotes_are_located_in_the_source(persona
     (claim,) = run.claims
     assert claim["quote_status"] == "located"
     assert LIGHTHOUSE[claim["start"] : claim["end"]] == TALL
-    (call,) = fake_llm.calls("groq")
+    (call,) = generation_calls(fake_llm, "groq")
     assert call["path"] == "/groq/openai/v1/chat/completions"
     assert call["authorization"] == f"Bearer {SECRET}"
     assert call["body"]["response_format"] == {"type": "json_object"}
@@ -78,7 +83,7 @@ def test_a_rate_limited_groq_falls_back_to_zhipuai(personas, lighthouse, fake_ll
     assert "429" in run.attempts[0]["message"]
     assert fake_llm.calls("zhipuai")[0]["path"] == "/zhipu/chat/completions"
     assert fake_llm.calls("zhipuai")[0]["body"]["model"] == "glm-4-flash"
-    assert len(fake_llm.calls("groq")) == 1, "the client's own retries are off"
+    assert len(generation_calls(fake_llm, "groq")) == 1, "the client's own retries are off"
     assert run.provider == "zhipuai"
     assert run.claims[0]["quote_status"] == "located"
 
@@ -122,7 +127,7 @@ def test_invalid_json_gets_one_repair_attempt_then_the_next_provider(personas, l
     assert outcomes(run) == [("groq", "failed"), ("zhipuai", "ok")]
     assert run.attempts[0]["error_class"] == "UnusableOutput"
     assert run.attempts[0]["repaired"] is True
-    _first, repair = fake_llm.calls("groq")
+    _first, repair = generation_calls(fake_llm, "groq")
     assert repair["body"]["messages"][-2] == {"role": "assistant", "content": "Sure! The tower is tall."}
     assert "could not be read" in repair["body"]["messages"][-1]["content"]
     assert run.provider == "zhipuai", "code fences around the JSON are tolerated"
@@ -167,7 +172,7 @@ def test_no_key_appears_in_attempts_audit_api_pages_or_logs(personas, lighthouse
     response = personas.client("member").post(url, {"question": "How tall is the Skerryvore lighthouse?"}, content_type="application/json")
     assert response.status_code == 201
     body = response.json()
-    assert [(a["provider"], a["outcome"], a["error_class"]) for a in body["attempts"]] == [
+    assert [(a["provider"], a["outcome"], a["error_class"]) for a in body["attempts"] if a["purpose"] == "generate"] == [
         ("groq", "failed", "AuthenticationError"),
         ("zhipuai", "failed", "APIAuthenticationError"),
         ("local", "ok", ""),
@@ -190,7 +195,7 @@ def test_the_workspace_order_and_its_own_encrypted_key_are_used(personas, lighth
     assert outcomes(run) == [("zhipuai", "failed"), ("groq", "ok")]
     assert fake_llm.calls("groq")[0]["authorization"] == "Bearer gsk_workspaceown0003"
     assert fake_llm.calls("zhipuai")[0]["authorization"] == "Bearer zhipu-server-key.0002", "falls back to the server's key"
-    assert [a["key_source"] for a in run.attempts] == ["server", "workspace"]
+    assert [a["key_source"] for a in run.attempts if a["purpose"] == "generate"] == ["server", "workspace"]
     stored = WorkspaceSettings.objects.get(workspace=personas.workspace_a)
     assert "gsk_workspaceown0003" not in stored.groq_api_key_encrypted
     assert decrypt(stored.groq_api_key_encrypted) == "gsk_workspaceown0003"
@@ -264,3 +269,38 @@ def test_the_router_streams_the_answer_text_as_it_arrives(fake_llm, settings):
     assert len(growing) > 2
     assert all(a == b[: len(a)] for a, b in itertools.pairwise(growing)), "each update extends the last"
     assert growing[-1] == answer.text
+
+
+def test_the_llm_judge_grades_located_claims_through_the_router(personas, lighthouse, fake_llm):
+    judged = json.dumps({"verdict": "contradicts", "rationale": "The passage gives 48 metres, not 50.", "confidence": 0.8})
+    fake_llm.script("groq", {"content": answer_json(("The tower is 50 metres tall.", 1, TALL))}, {"content": judged})
+    run = ask(personas)
+    (claim,) = run.claims
+    assert claim["quote_status"] == "located"
+    assert claim["verdict"] == "contradicts"
+    assert claim["judge"] == "llm:groq"
+    assert claim["rationale"] == "The passage gives 48 metres, not 50."
+    judge_call = fake_llm.calls("groq")[1]["body"]
+    assert judge_call["response_format"] == {"type": "json_object"}
+    assert "«The tower is 48 metres tall" in judge_call["messages"][-1]["content"], "the quote is marked in its passage"
+    assert [(a["provider"], a["purpose"]) for a in run.attempts] == [("groq", "generate"), ("groq", "judge")]
+    assert run.risk != "low"
+
+
+def test_a_true_claim_with_a_fabricated_quote_is_flagged_without_a_judge_call(personas, lighthouse, fake_llm):
+    fake_llm.script(
+        "groq", {"content": answer_json(("The tower is 48 metres tall.", 1, "The tower rises 48 metres above the reef at high tide."))}
+    )
+    run = ask(personas)
+    assert run.claims[0]["verdict"] == "hallucinated_quote"
+    assert len(fake_llm.calls("groq")) == 1, "no judge call for a quote that is not in its source"
+
+
+def test_when_no_llm_answers_the_judge_call_the_local_judge_grades(personas, lighthouse, fake_llm):
+    fake_llm.script("groq", {"content": GOOD}, {"content": "I think it is fine"})
+    fake_llm.script("zhipuai", {"status": 503})
+    run = ask(personas)
+    (claim,) = run.claims
+    assert claim["judge"] == "local"
+    assert "no LLM provider answered" in claim["rationale"]
+    assert claim["verdict"] in {"supports", "partial", "contradicts", "not_found"}

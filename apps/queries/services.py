@@ -17,6 +17,8 @@ from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_f
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.gate import REFUSAL, confidence_gate
 from apps.pipeline.generation import cite_sentences
+from apps.pipeline.judge import get_local_judge
+from apps.pipeline.llm_judge import LLMJudge
 from apps.pipeline.prompting import parse_rewrite, rewrite_messages
 from apps.pipeline.providers import ChatProvider, GenerationRequest, LocalProvider, Router
 from apps.pipeline.rerank import get_reranker
@@ -258,10 +260,12 @@ def _answer(run, gate, query_vector, sources, refined: dict, router: Router, opt
     with progress.stage("generate") as note:
         answer, attempts = router.generate(request, progress.text)
         note["detail"] = " → ".join(f"{a.provider} {a.outcome}" for a in attempts)
+    judge = LLMJudge(router, get_local_judge()) if router.can_chat else get_local_judge()
     with progress.stage("verify") as note:
-        verified = verify_answer(answer, sources, locator_threshold=options.locator_threshold)
-        note["detail"] = f"{sum(v.faithful for v in verified)} of {len(verified)} claims faithful"
-    return answer, [asdict(a) for a in attempts], verified
+        verified = verify_answer(answer, sources, locator_threshold=options.locator_threshold, judge=judge)
+        note["detail"] = f"{sum(v.faithful for v in verified)} of {len(verified)} claims faithful, judged by {judge.name}"
+    rows = [asdict(a) | {"purpose": "generate"} for a in attempts]
+    return answer, rows + [asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])], verified
 
 
 def _router(options, embedder) -> Router:

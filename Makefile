@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TEST_ENV := TRUSTRAG_VAR_DIR=var/test EMBEDDED_REDIS_PORT=6391
 
-.PHONY: run test stop lint format install install-browser clean-var
+.PHONY: run test faults load stop lint format install install-browser clean-var
 
 run: install
 	$(PY) manage.py serve
@@ -14,6 +14,24 @@ test: install install-browser
 	$(PY) -m ruff format --check .
 	@$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
 	$(TEST_ENV) $(MAKE) --no-print-directory stop >/dev/null 2>&1; exit $$status
+
+# The fault tests alone (they are part of `make test` too): a worker SIGKILLed mid-ingestion,
+# Redis stopped during uploads and questions, Postgres restarted under load, providers down or slow.
+FAULT_TESTS := tests/test_ingest_faults.py tests/test_faults_redis.py tests/test_faults_postgres.py \
+	"tests/test_generation.py::test_a_groq_timeout_hands_over_to_zhipuai_within_the_timeout_plus_one_second" \
+	"tests/test_generation.py::test_when_both_providers_fail_the_local_provider_answers" \
+	"tests/test_generation.py::test_a_rate_limited_groq_falls_back_to_zhipuai" \
+	"tests/test_generation.py::test_a_stream_that_trickles_past_the_timeout_is_abandoned"
+
+faults: install
+	@$(TEST_ENV) $(PY) -m pytest $(FAULT_TESTS) $(PYTEST_ARGS); status=$$?; \
+	$(TEST_ENV) $(MAKE) --no-print-directory stop >/dev/null 2>&1; exit $$status
+
+# Load on loopback against the dev services (20 clients × 60 s of questions, then 50 uploads at once);
+# prints p50/p95 and the counts. LOAD_ARGS="--clients 5 --seconds 10 --uploads 10" for a short run.
+load: install
+	$(PY) manage.py migrate --no-input -v 0
+	$(PY) manage.py bench_load $(LOAD_ARGS)
 
 lint: install
 	$(PY) -m ruff check .

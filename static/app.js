@@ -46,3 +46,14 @@ document.addEventListener("click", (event) => {
   const mark = panel.querySelector(`[data-passage="${button.dataset.claim}"] mark`);
   if (mark) mark.scrollIntoView({ block: "nearest" });
 });
+
+// Score bars carry their values in data attributes (the Content-Security-Policy allows no
+// inline styles) and get them as CSS variables here, on load and in every htmx swap.
+function fillScorebars(root) {
+  for (const bar of root.querySelectorAll("[data-score][data-threshold]")) {
+    bar.style.setProperty("--score", bar.dataset.score);
+    bar.style.setProperty("--threshold", bar.dataset.threshold);
+  }
+}
+document.addEventListener("DOMContentLoaded", () => fillScorebars(document));
+document.addEventListener("htmx:load", (event) => fillScorebars(event.detail.elt.parentNode || document));

@@ -51,12 +51,23 @@ INGEST_MAX_UNZIPPED_BYTES = env_int("INGEST_MAX_UNZIPPED_BYTES", 200 * 1024 * 10
 INGEST_LEASE_S = env_int("INGEST_LEASE_S", 120, minimum=5)
 INGEST_MAX_ATTEMPTS = env_int("INGEST_MAX_ATTEMPTS", 3, minimum=1)
 INGEST_REQUEUE_QUEUED_AFTER_S = env_int("INGEST_REQUEUE_QUEUED_AFTER_S", 600, minimum=5)
+QUERY_REQUEUE_QUEUED_AFTER_S = env_int("QUERY_REQUEUE_QUEUED_AFTER_S", 30, minimum=5)
+QUERY_GIVE_UP_AFTER_S = env_int("QUERY_GIVE_UP_AFTER_S", 3600, minimum=60)
 REAPER_INTERVAL_S = env_int("REAPER_INTERVAL_S", 60, minimum=1)
 QUESTION_MAX_CHARS = env_int("QUESTION_MAX_CHARS", 2000, minimum=10)
 WORKER_PING_TIMEOUT_S = env_float("WORKER_PING_TIMEOUT_S", 1.0, minimum=0.1)
 # Requests per API key (or per person, for tokens and sessions) across every API endpoint.
 API_THROTTLE_RATE = env_rate("API_THROTTLE_RATE", "120/min")
 SECRET_KEY = env_str("SECRET_KEY", "")
+# Failed logins allowed per username and address within the window, before a 429 (counted in Redis).
+LOGIN_MAX_FAILURES = env_int("LOGIN_MAX_FAILURES", 5, minimum=1)
+LOGIN_LOCKOUT_S = env_int("LOGIN_LOCKOUT_S", 900, minimum=1)
+# Served over HTTPS (directly or behind a TLS proxy): secure cookies, redirect to https, HSTS.
+HTTPS = env_bool("HTTPS", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", HTTPS)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", HTTPS)
+_trust_forwarded_proto = env_bool("TRUST_X_FORWARDED_PROTO", False)
 
 USES_EMBEDDED_SERVICES = _database_url is None or _redis_url is None
 if not SECRET_KEY:
@@ -97,6 +108,7 @@ CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "reap-stuck-documents": {"task": "apps.documents.tasks.reap_stuck_documents", "schedule": float(REAPER_INTERVAL_S)},
+    "reap-queued-queries": {"task": "apps.queries.tasks.reap_queued_queries", "schedule": float(REAPER_INTERVAL_S)},
     "purge-idempotency-records": {"task": "apps.core.tasks.purge_idempotency_records", "schedule": 3600.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
@@ -126,6 +138,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "apps.core.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -134,7 +147,27 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "apps.core.middleware.DatabaseUnavailableMiddleware",
 ]
+
+# --- browser security ----------------------------------------------------------
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]  # container health checks speak plain HTTP
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_HTTPONLY = True  # pages hand the token to htmx in hx-headers, never through the cookie
+if _trust_forwarded_proto:  # only behind a proxy that sets the header itself
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
+CSP_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+# Swagger UI and Redoc (local files) start with inline scripts and style themselves inline.
+CSP_DOCS_PATHS = ("/api/v1/docs/", "/api/v1/redoc/")
+CSP_DOCS_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+    "worker-src 'self' blob:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
 
 ROOT_URLCONF = "trustrag_site.urls"
 WSGI_APPLICATION = "trustrag_site.wsgi.application"
@@ -190,6 +223,11 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": [
+        "apps.core.api_defaults.JSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_THROTTLE_CLASSES": ["apps.core.api_defaults.ApiRateThrottle"],
     "DEFAULT_PAGINATION_CLASS": "apps.core.api_defaults.Pagination",
     "PAGE_SIZE": 25,

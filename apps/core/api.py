@@ -24,6 +24,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from apps.apikeys.models import ApiKey
 from apps.audits.services import audit_acting_as
 from apps.core.errors import ApplicationError
+from apps.core.middleware import DATABASE_DOWN, RETRY_AFTER_S
 from apps.core.tenancy import SAFE_METHODS, KeyMembership, check_role, resolve_key_membership, resolve_membership
 from apps.workspaces.models import Membership, Role
 
@@ -118,6 +119,13 @@ def exception_handler(exc, context):
         return _error(413, "too_large", "The request's form fields are too large.", None)
     if isinstance(exc, SuspiciousOperation):
         return _error(400, "bad_request", "The request could not be read.", None)
+    if isinstance(exc, DATABASE_DOWN):
+        log.warning("API: database unavailable in %s: %s", context.get("view").__class__.__name__, exc.__class__.__name__)
+        response = _error(
+            503, "unavailable", "The service is briefly unavailable (the database cannot be reached); try again in a few seconds.", None
+        )
+        response["Retry-After"] = str(RETRY_AFTER_S)
+        return response
     response = drf_exception_handler(exc, context)
     if response is None:
         if settings.DEBUG:

@@ -6,11 +6,12 @@ rest_framework.views or .generics (nor apps.core.api, which does).
 
 from __future__ import annotations
 
+import json
 import logging
 
 from django.conf import settings
 from django.core.cache import caches
-from rest_framework import pagination, throttling
+from rest_framework import exceptions, pagination, parsers, throttling
 
 from apps.apikeys.models import ApiKey
 
@@ -50,3 +51,21 @@ class ApiRateThrottle(throttling.SimpleRateThrottle):
         except Exception:  # Redis down: serve rather than fail every call (healthz reports Redis)
             log.warning("API rate limit not checked: the throttle cache is unreachable", exc_info=True)
             return True
+
+
+class JSONParser(parsers.JSONParser):
+    """DRF's parser, refusing as a 400 what would otherwise fail deeper down: nesting deep
+    enough to exhaust the recursion limit, and lone surrogates (valid JSON escapes that no
+    database text can hold)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            data = super().parse(stream, media_type, parser_context)
+            json.dumps(data, ensure_ascii=False).encode()
+        except RecursionError:
+            raise exceptions.ParseError("JSON parse error - nested too deeply.") from None
+        except UnicodeEncodeError:
+            raise exceptions.ParseError(
+                "JSON parse error - a string holds a lone surrogate (\\ud800-\\udfff), which is not text."
+            ) from None
+        return data

@@ -1,16 +1,21 @@
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import TypeVar
 
 from django import forms
 from django.conf import settings
+from django.contrib.auth import views as auth_views
 from django.db import connection
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET
 
 from apps.core.errors import ApplicationError
+from apps.core.login_limit import login_blocked, login_failed, login_key, login_succeeded
+from apps.core.middleware import DATABASE_DOWN, unavailable
 
 T = TypeVar("T")
 
@@ -22,6 +27,18 @@ def call_service(form: forms.Form, service: Callable[..., T], **kwargs) -> T | N
     except ApplicationError as exc:
         form.add_error(exc.field if exc.field in form.fields else None, exc.message)
         return None
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """handler500, for failures outside a view (a middleware saving the session, say): a database
+    outage is still a 503; anything else a plain page, or the API's error shape. Django calls it
+    while handling the exception, so sys.exc_info() holds it."""
+    if isinstance(sys.exc_info()[1], DATABASE_DOWN):
+        return unavailable(request)
+    if request.path.startswith("/api/"):
+        body = {"error": {"code": "server_error", "message": "Something went wrong on our side; it has been logged.", "details": None}}
+        return JsonResponse(body, status=500)
+    return HttpResponse(render_to_string("500.html"), status=500)
 
 
 def home(request: HttpRequest):
@@ -67,3 +84,29 @@ def _check_worker() -> dict:
     except Exception as exc:  # the broker being down surfaces here as a kombu/redis error
         return {"ok": False, "workers": 0, "error": exc.__class__.__name__}
     return {"ok": bool(replies), "workers": len(replies)}
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login page, refusing a username + address after too many failed attempts."""
+
+    def post(self, request, *args, **kwargs):
+        self.limit_key = login_key(request.POST.get("username", ""), request.META.get("REMOTE_ADDR", ""))
+        if login_blocked(self.limit_key):
+            return self._locked()
+        return super().post(request, *args, **kwargs)
+
+    def form_valid(self, form):
+        login_succeeded(self.limit_key)
+        return super().form_valid(form)
+
+    def form_invalid(self, form):
+        login_failed(self.limit_key)
+        return super().form_invalid(form)
+
+    def _locked(self):
+        minutes = max(1, settings.LOGIN_LOCKOUT_S // 60)
+        message = f"Too many failed attempts for this username. Try again in {minutes} minute(s)."
+        response = self.render_to_response(self.get_context_data(locked=message))
+        response.status_code = 429
+        response["Retry-After"] = str(settings.LOGIN_LOCKOUT_S)
+        return response

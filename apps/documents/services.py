@@ -12,6 +12,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.audits.services import audit_event_record
+from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
 from apps.core.tenancy import access
 from apps.documents.models import Chunk, Document, DocumentStatus
@@ -233,7 +234,7 @@ def _enqueue_ingest(document: Document) -> None:
 def _enqueue_ingest_id(workspace_id, document_id) -> None:
     from apps.documents.tasks import ingest_document
 
-    transaction.on_commit(lambda: ingest_document.delay(str(workspace_id), str(document_id)))
+    send_on_commit(ingest_document, str(workspace_id), str(document_id))
 
 
 def _read(document: Document) -> bytes:

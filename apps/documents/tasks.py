@@ -6,7 +6,9 @@ from apps.documents import services
 from apps.workspaces.models import Workspace
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True)
+# Fire and forget: the row holds the outcome, so no result is stored or subscribed to
+# (which also keeps a publish during a Redis outage quick to fail).
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
 def ingest_document(workspace_id: str, document_id: str) -> str:
     workspace = Workspace.objects.filter(pk=workspace_id).first()
     if workspace is None:
@@ -21,6 +23,6 @@ def ingest_document(workspace_id: str, document_id: str) -> str:
     return "skipped" if document is None else document.status
 
 
-@shared_task
+@shared_task(ignore_result=True)
 def reap_stuck_documents() -> dict[str, int]:
     return services.documents_reap_stuck()

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+import unicodedata
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.audits.services import audit_record_create
+from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
 from apps.documents.selectors import chunk_pages_get
 from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
@@ -97,8 +100,28 @@ def query_run_enqueue(**kwargs) -> QueryRun:
 
     with transaction.atomic():
         run = query_run_create(**kwargs)
-        transaction.on_commit(lambda: run_query.delay(str(run.workspace_id), str(run.pk)))
+        send_on_commit(run_query, str(run.workspace_id), str(run.pk))
     return run
+
+
+def query_runs_reap_queued(*, now=None) -> dict[str, int]:
+    """Send again the questions still queued after QUERY_REQUEUE_QUEUED_AFTER_S (their message
+    was lost, e.g. Redis was down when they were asked); fail those nobody answered within
+    QUERY_GIVE_UP_AFTER_S, with a message. A duplicate message is harmless: the run is claimed
+    once. All workspaces: this runs from the scheduler."""
+    from apps.queries.tasks import run_query
+
+    now = now or timezone.now()
+    queued = QueryRun.objects.filter(status=QueryStatus.QUEUED)
+    failed = queued.filter(created_at__lt=now - timedelta(seconds=settings.QUERY_GIVE_UP_AFTER_S)).update(
+        status=QueryStatus.FAILED, error="The question waited too long for a worker and was not answered; ask it again."
+    )
+    late = queued.filter(created_at__lt=now - timedelta(seconds=settings.QUERY_REQUEUE_QUEUED_AFTER_S))
+    requeued = 0
+    for workspace_id, pk in late.values_list("workspace_id", "pk"):
+        send_on_commit(run_query, str(workspace_id), str(pk))
+        requeued += 1
+    return {"requeued": requeued, "failed": failed}
 
 
 def query_answer(**kwargs) -> QueryRun:
@@ -421,6 +444,8 @@ def _clean_question(question: str) -> str:
     question = " ".join((question or "").split())
     if not question:
         raise ApplicationError("Type a question.", field="question")
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in question):
+        raise ApplicationError("The question holds control characters or broken Unicode; send plain text.", field="question")
     if len(question) > settings.QUESTION_MAX_CHARS:
         raise ApplicationError(f"Questions are limited to {settings.QUESTION_MAX_CHARS} characters.", field="question")
     return question

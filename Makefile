@@ -41,7 +41,7 @@ format: install
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
-# Install only when requirements.txt changed since the last install (its
+# Install only when requirements.txt or requirements-bench.txt changed since the last install (its
 # checksum is kept in the venv), so a second `make run` starts at once.
 # torch goes first and alone: only that exact pin takes the CPU build on disk.
 install:

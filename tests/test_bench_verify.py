@@ -104,10 +104,22 @@ def test_bench_verify_reports_the_fixed_keys_and_exact_confusion_counts(tmp_path
     assert json.loads(json_path.read_text()) == result
 
 
-def test_bench_verify_with_the_llm_judge_says_no_provider_is_configured(tmp_path):
+def test_bench_verify_with_the_llm_judge_needs_a_provider(tmp_path, settings):
+    settings.GROQ_API_KEY = settings.ZHIPUAI_API_KEY = ""
     corpus, claims = write_inputs(tmp_path)
-    with pytest.raises(CommandError, match=r"no .* configured"):
+    with pytest.raises(CommandError, match="needs an LLM provider"):
         call_command("bench_verify", corpus=str(corpus), claims=str(claims), judge="llm", stdout=StringIO())
+
+
+def test_bench_verify_with_the_llm_judge_grades_through_the_router(tmp_path, fake_llm):
+    fake_llm.script("groq", {"content": json.dumps({"verdict": "contradicts", "rationale": "no", "confidence": 0.9})})
+    corpus, claims = write_inputs(tmp_path)
+    out = StringIO()
+    call_command("bench_verify", corpus=str(corpus), claims=str(claims), judge="llm", stdout=out, stderr=StringIO())
+    result = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert result["judge"] == "llm:groq"
+    assert result["confusion"] == {"tp": 3, "fp": 2, "tn": 0, "fn": 0}, "every located claim judged contradicts"
+    assert len(fake_llm.calls("groq")) == 4, "the fabricated quote is never sent to the judge"
 
 
 def test_bench_verify_refuses_claims_citing_documents_missing_from_the_corpus(tmp_path):

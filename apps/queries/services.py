@@ -261,6 +261,7 @@ def _refine(pool, query_vector, embedder, options, corrective: dict, progress: _
             "kept_sentences": r.kept_sentences,
             "sentences": r.total_sentences,
             "whole_chunk": r.whole_chunk,
+            "text": r.text,
         }
         for r in refined
     ]

@@ -14,13 +14,18 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.evals.bench import emit, progress, read_jsonl
 from apps.evals.verify import GoldClaim, gold_from_json, verify_metrics
 from apps.pipeline.judge import get_local_judge
+from apps.pipeline.llm_judge import LLMJudge
+from apps.pipeline.providers import ChatProvider, Router
 from apps.pipeline.types import Answer, Candidate, Claim, VerifiedClaim
 from apps.pipeline.verification import verify_answer
+from apps.workspaces.models import WorkspaceSettings
+from apps.workspaces.selectors import provider_secrets, provider_specs_get
 
 LOCATOR_THRESHOLD = 90.0  # the workspace default
 SOURCES_PER_ANSWER = 16  # documents cited by one answer's claims: the verifier judges an answer in one batch
@@ -49,11 +54,17 @@ class Command(BaseCommand):
 
 
 def _judge(name: str):
-    if name == "llm":
-        raise CommandError("--judge llm: no LLM provider is configured for judging yet; use --judge local.")
     local = get_local_judge()
     local.embedder.embed(["load the model before the clock starts"])
-    return local
+    if name != "llm":
+        return local
+    # The server's providers (GROQ_API_KEY, ZHIPUAI_API_KEY) in the default order, as a new workspace has them.
+    options = WorkspaceSettings()
+    chat = [ChatProvider(spec, timeout_s=settings.LLM_TIMEOUT_S) for spec in provider_specs_get(options=options) if spec.name != "local"]
+    router = Router(chat, secrets=provider_secrets(options=options))
+    if not router.can_chat:
+        raise CommandError("--judge llm needs an LLM provider: set GROQ_API_KEY or ZHIPUAI_API_KEY (or use --judge local).")
+    return LLMJudge(router, local)
 
 
 def _verify_all(golds: list[GoldClaim], documents: dict[str, tuple[str, str]], judge, threshold: float) -> list[VerifiedClaim]:

@@ -90,6 +90,9 @@ def test_requests_fail_cleanly_while_postgres_restarts_and_recover_within_five_s
         "GROQ_API_KEY": "",
         "ZHIPUAI_API_KEY": "",
         "API_THROTTLE_RATE": "100000/min",  # the load is the point here, not the rate limit
+        # A Redis database of its own: the session's worker (on the test database) must not
+        # take this server's tasks from the shared broker.
+        "REDIS_URL": re.sub(r"/\d*$", "", settings.REDIS_URL) + "/7",
     }
     manage(env, "migrate", "--no-input", "-v", "0")
     workspace_id, key = manage(env, "shell", "-c", SETUP).strip().splitlines()[-1].split()

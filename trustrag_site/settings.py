@@ -246,7 +246,13 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": r"/api/v1(/workspaces/\{workspace_id\}(?=/.))?",
     "COMPONENT_SPLIT_REQUEST": True,
-    "ENUM_NAME_OVERRIDES": {"RoleEnum": "apps.workspaces.models.Role", "KeyRoleEnum": "apps.apikeys.models.KEY_ROLE_CHOICES"},
+    "ENUM_NAME_OVERRIDES": {
+        "RoleEnum": "apps.workspaces.models.Role",
+        "KeyRoleEnum": "apps.apikeys.models.KEY_ROLE_CHOICES",
+        "DocumentStatusEnum": "apps.documents.models.DocumentStatus",
+        # Questions and evaluation runs share one lifecycle: queued, running, done, failed.
+        "RunStatusEnum": "apps.queries.models.QueryStatus",
+    },
     # Swagger UI and Redoc from the drf-spectacular-sidecar wheel, served as static files: no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -17,7 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404, HttpRequest
 
-from apps.workspaces.models import ROLE_RANK, Membership, Role, Workspace
+from apps.workspaces.models import HoldsRole, Membership, Role, Workspace
 
 if TYPE_CHECKING:
     from apps.apikeys.models import ApiKey
@@ -41,7 +41,7 @@ def resolve_membership(user, *, slug: str | None = None, workspace_id: str | Non
 
 
 @dataclass(frozen=True)
-class KeyMembership:
+class KeyMembership(HoldsRole):
     """What a workspace API key holds in its workspace: a role, like a membership, and no person.
 
     Services that take a membership as `actor` take this too: `user` is None (nobody to name
@@ -51,17 +51,6 @@ class KeyMembership:
     workspace: Workspace
     role: str
     user: None = None
-
-    def has_role(self, role: str) -> bool:
-        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
-
-    @property
-    def can_manage(self) -> bool:
-        return self.has_role(Role.ADMIN)
-
-    @property
-    def can_write(self) -> bool:
-        return self.has_role(Role.MEMBER)
 
 
 def resolve_key_membership(api_key: ApiKey, *, workspace_id) -> KeyMembership:

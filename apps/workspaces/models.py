@@ -29,7 +29,24 @@ class Role(models.TextChoices):
 ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.ADMIN: 2, Role.OWNER: 3}
 
 
-class Membership(models.Model):
+class HoldsRole:
+    """What a role allows, for anything with a `role`: a person's membership or an API key's."""
+
+    role: str
+
+    def has_role(self, role: str) -> bool:
+        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
+
+    @property
+    def can_manage(self) -> bool:
+        return self.has_role(Role.ADMIN)
+
+    @property
+    def can_write(self) -> bool:
+        return self.has_role(Role.MEMBER)
+
+
+class Membership(HoldsRole, models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
@@ -44,17 +61,6 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.workspace} ({self.role})"
-
-    def has_role(self, role: str) -> bool:
-        return ROLE_RANK[Role(self.role)] >= ROLE_RANK[Role(role)]
-
-    @property
-    def can_manage(self) -> bool:
-        return self.has_role(Role.ADMIN)
-
-    @property
-    def can_write(self) -> bool:
-        return self.has_role(Role.MEMBER)
 
 
 class WorkspaceSettings(models.Model):

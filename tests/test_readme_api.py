@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,7 +49,6 @@ def test_the_readme_has_curl_and_python_examples():
     assert "import requests" in examples["python"][1]
 
 
-@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 def test_the_readme_api_examples_work_against_a_live_server(personas, live_server, celery_worker, tmp_path):
     (tmp_path / "handbook.txt").write_text(HANDBOOK)
     env = os.environ | {"TRUSTRAG_URL": live_server.url, "TRUSTRAG_KEY": personas.api_key("member", name="readme")}

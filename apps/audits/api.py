@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from django.http import StreamingHttpResponse
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
@@ -11,6 +9,7 @@ from apps.audits import services
 from apps.audits.forms import AuditFilterForm
 from apps.audits.models import AuditRecord
 from apps.audits.selectors import MODES, RISKS, SORTS, VERDICTS, access_audit_record, audit_record_link_ok, audit_record_list
+from apps.audits.views import export_response
 from apps.core.api import WorkspaceAPIView, error_responses
 from apps.core.errors import ApplicationError
 
@@ -92,7 +91,4 @@ class AuditExportAPI(WorkspaceAPIView):
     )
     def get(self, request, workspace_id, fmt: str):
         pieces = services.audit_export(workspace=request.workspace, actor=self.person, filters=_filters(request), fmt=fmt)
-        response = StreamingHttpResponse(pieces, content_type=services.EXPORT_FORMATS[fmt])
-        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-        response["Content-Disposition"] = f'attachment; filename="audit-{request.workspace.slug}-{stamp}.{fmt}"'
-        return response
+        return export_response(pieces, request.workspace, fmt)

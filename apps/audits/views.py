@@ -38,9 +38,14 @@ def audit_export(request, fmt: str):
         pieces = services.audit_export(workspace=request.workspace, actor=request.user, filters=form.filters(), fmt=fmt)
     except ApplicationError as exc:
         return HttpResponseBadRequest(exc.message)
+    return export_response(pieces, request.workspace, fmt)
+
+
+def export_response(pieces, workspace, fmt: str) -> StreamingHttpResponse:
+    """An export's pieces as a streamed download named after the workspace and the time (pages and API)."""
     response = StreamingHttpResponse(pieces, content_type=services.EXPORT_FORMATS[fmt])
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-    response["Content-Disposition"] = f'attachment; filename="audit-{request.workspace.slug}-{stamp}.{fmt}"'
+    response["Content-Disposition"] = f'attachment; filename="audit-{workspace.slug}-{stamp}.{fmt}"'
     return response
 
 

@@ -4,12 +4,11 @@ in forced JSON; the local judge grades whatever no provider answers for."""
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
 from apps.pipeline.judge import VERDICTS, JudgeRequest, judge_all
-from apps.pipeline.prompting import UnusableOutput
+from apps.pipeline.prompting import UnusableOutput, strip_fences
 from apps.pipeline.types import Judgement
 
 SYSTEM = (
@@ -59,7 +58,7 @@ def judge_messages(claim: str, passage: str, quote_start: int, quote_end: int) -
 
 
 def parse_judgement(reply: str) -> Judgement:
-    text = re.sub(r"^```(?:json)?\s*|\s*```$", "", reply.strip(), flags=re.IGNORECASE)
+    text = strip_fences(reply)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -79,8 +79,13 @@ def partial_answer(buffer: str) -> str:
     return "".join(out)
 
 
+def strip_fences(reply: str) -> str:
+    """The reply without the Markdown code fence models like to wrap JSON in."""
+    return re.sub(r"^```(?:json)?\s*|\s*```$", "", reply.strip(), flags=re.IGNORECASE)
+
+
 def _json_object(reply: str) -> dict:
-    text = re.sub(r"^```(?:json)?\s*|\s*```$", "", reply.strip(), flags=re.IGNORECASE)
+    text = strip_fences(reply)
     decoder = json.JSONDecoder()
     for start in [m.start() for m in re.finditer(r"\{", text)]:
         try:
@@ -126,7 +131,7 @@ def rewrite_messages(question: str) -> list[dict]:
 
 def parse_rewrite(reply: str) -> str:
     try:
-        value = json.loads(re.sub(r"^```(?:json)?\s*|\s*```$", "", reply.strip(), flags=re.IGNORECASE))
+        value = json.loads(strip_fences(reply))
     except json.JSONDecodeError as exc:
         raise UnusableOutput("the rewrite is not JSON") from exc
     query = value.get("query") if isinstance(value, dict) else None

@@ -143,3 +143,27 @@ def test_a_selective_workspace_filter_still_returns_k_rows(personas):
             [str(personas.workspace_a.pk), "[" + ",".join(map(str, question_vector)) + "]"],
         )
         assert cursor.fetchone()[0] < 10
+
+
+def test_the_keyword_index_is_scanned_inside_the_workspace(corpus, personas):
+    """The GIN index holds the workspace beside the lexemes (btree_gin): the index scan itself
+    keeps to the workspace, so another tenant's matches are never fetched and filtered out."""
+    add(personas.workspace_b, "otters.txt", CORPUS["otters.txt"])
+    from apps.pipeline.bm25 import KEYWORD_CTES
+
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(
+            f"EXPLAIN (FORMAT JSON) WITH {KEYWORD_CTES} SELECT * FROM keyword",
+            {"workspace": str(personas.workspace_a.pk), "question": "otters sleep", "keyword_k": 10},
+        )
+        plan = str(cursor.fetchone()[0])
+    assert "chunk_ws_search_gin" in plan
+    assert f"(workspace_id = '{personas.workspace_a.pk}'::uuid) AND (search_vector @@" in plan
+
+
+def test_the_embedded_database_keeps_a_gigabyte_of_buffers(db):
+    """The embedded server is configured for a workspace's working set (see apps.core.embedded)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))")
+        assert cursor.fetchone()[0] == 1024**3

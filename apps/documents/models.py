@@ -98,7 +98,9 @@ class Chunk(TenantModel):
         indexes = [
             models.Index(fields=["workspace", "document"], name="chunk_ws_document"),
             HnswIndex(name="chunk_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64, opclasses=["vector_cosine_ops"]),
-            GinIndex(fields=["search_vector"], name="chunk_search_vector_gin"),
+            # btree_gin puts the workspace into the keyword index: the GIN scan yields only the
+            # workspace's matches instead of every tenant's, then filtered row by row.
+            GinIndex(fields=["workspace", "search_vector"], name="chunk_ws_search_gin"),
         ]
 
 

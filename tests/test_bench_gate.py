@@ -84,11 +84,11 @@ def test_bench_gate_runs_squad_questions_in_their_own_workspaces(tmp_path):
     call_command("bench_gate", squad=str(path), off_topic=1, stdout=out, stderr=StringIO())
     result = json.loads(out.getvalue().strip().splitlines()[-1])
     assert (result["n_answerable"], result["n_in_domain"], result["n_off_topic"]) == (2, 1, 2)
-    assert result["threshold"] == 0.5
+    assert result["threshold"] == 0.26
     assert result["verified"]["answer_rate"] == 1.0
     assert result["verified"]["correct_rate"] == 1.0
     assert result["verified"]["off_topic"]["refusal_rate"] == 1.0
     assert set(result["naive"]) == set(result["verified"])
-    assert [r["threshold"] for r in result["sweep"]][:3] == [0.0, 0.05, 0.1]
+    assert [r["threshold"] for r in result["sweep"]][:3] == [0.0, 0.01, 0.02]
     assert 0 <= result["recommended_threshold"] <= 0.8
     assert not Workspace.objects.filter(slug__startswith="bench-gate").exists()

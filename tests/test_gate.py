@@ -31,6 +31,14 @@ def test_gate_decisions():
     assert "below the threshold 0.400" in refused.reason
     assert not confidence_gate([], threshold=0.4, enabled=True).passed
     assert confidence_gate([0.0], threshold=0.4, enabled=False).passed
+    unanswerable = confidence_gate([0.8], threshold=0.4, enabled=True, answerability=0.1)
+    assert not unanswerable.passed
+    assert unanswerable.top_score == 0.1
+    assert unanswerable.reason == "answerability 0.100 is below the threshold 0.400 (relevance 0.800, answerability 0.100)"
+    both = confidence_gate([0.8], threshold=0.4, enabled=True, answerability=0.6)
+    assert both.passed
+    assert both.top_score == 0.6
+    assert both.relevance == 0.8
 
 
 def test_verified_mode_refuses_an_off_topic_question_without_generating(personas, bakery):
@@ -92,3 +100,33 @@ def test_the_answer_page_says_why_it_refused(personas, bakery):
     page = personas.client("viewer").get(reverse("answer", args=["acme", run.pk])).content.decode()
     assert "Refused by the confidence gate before any answer was generated" in page
     assert "is below the lower threshold" in page
+
+
+def test_a_relevant_passage_that_does_not_answer_is_refused_on_answerability(personas, bakery):
+    """The passage is about the right bakery, and relevant, but names another street: the
+    question read as a claim is not supported, so the gate refuses on answerability."""
+    asked = {"workspace": personas.workspace_a, "actor": personas.member.user, "threshold_override": 0.5}
+    answered = query_answer(**asked, question="When does the bakery on Rye Street open?")
+    assert answered.gate["passed"] is True
+    assert answered.gate["answerability"] >= 0.5
+    assert answered.gate["relevance"] >= 0.5
+    assert answered.gate["top_score"] == min(answered.gate["answerability"], answered.gate["relevance"])
+
+    refused = query_answer(**asked, question="When does the bakery on Elm Street open?")
+    gate = refused.gate
+    assert refused.answer == REFUSAL
+    assert refused.provider == "gate"
+    assert gate["relevance"] >= 0.5 > gate["answerability"]
+    assert gate["top_score"] == gate["answerability"]
+    assert gate["reason"].startswith(f"answerability {gate['answerability']:.3f} is below the threshold 0.500")
+    payload = AuditRecord.objects.get(query_run_id=refused.pk).payload
+    assert payload["gate"]["answerability"] == gate["answerability"]
+    assert "answerability" in payload["timings_ms"]
+
+
+def test_naive_mode_does_not_judge_answerability(personas, bakery):
+    run = query_answer(
+        workspace=personas.workspace_a, actor=personas.member.user, question="When does the bakery on Elm Street open?", mode="naive"
+    )
+    assert run.gate["answerability"] is None
+    assert run.insufficient is False

@@ -44,13 +44,13 @@ def test_owner_and_admin_change_settings_and_the_history_shows_from_and_to(perso
     event = AuditEvent.objects.get(workspace=personas.workspace_a, action="settings.update")
     assert event.actor == getattr(personas, who).user
     assert event.data["changes"] == {
-        "gate_threshold": {"from": 0.5, "to": 0.6},
+        "gate_threshold": {"from": 0.26, "to": 0.6},
         "crag_upper": {"from": 0.55, "to": 0.7},
         "web_search_enabled": {"from": False, "to": True},
     }
     page = page_text(client.get(url()))
     assert "Settings saved." in page
-    assert "gate threshold: 0.5 → 0.6" in page
+    assert "gate threshold: 0.26 → 0.6" in page
     assert "crag upper: 0.55 → 0.7" in page
     assert "web search enabled: off → on" in page
     assert f"<td>{getattr(personas, who).user.username}</td>" in page
@@ -113,10 +113,10 @@ def test_members_and_viewers_see_the_settings_read_only_and_cannot_change_them(p
         client = personas.client(who)
         page = page_text(client.get(url()))
         assert "Only owners and admins change these settings; you see them read-only." in page
-        assert 'name="gate_threshold" value="0.5" step="any" required disabled' in page
+        assert 'name="gate_threshold" value="0.26" step="any" required disabled' in page
         assert "Save settings" not in page
         assert post(client, personas, gate_threshold=0.9).status_code == 403
-    assert current(personas)["gate_threshold"] == 0.5
+    assert current(personas)["gate_threshold"] == 0.26
 
 
 def test_changing_the_chunking_asks_for_a_reindex_until_documents_are_reindexed(personas):

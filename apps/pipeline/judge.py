@@ -790,6 +790,12 @@ class LocalJudge:
     def judge(self, claim: str, passage: str, quote_start: int, quote_end: int) -> Judgement:
         return self.judge_many([(claim, passage, quote_start, quote_end)])[0]
 
+    def support_probability(self, claim: str, passage: str, quote_start: int, quote_end: int) -> float:
+        """The model's probability of `supports`, unthresholded: the confidence gate reads a
+        question as a claim against the passage's sentence nearest to it (its answerability)."""
+        rows, _, _ = feature_matrix([(claim, passage, quote_start, quote_end)], self.embedder)
+        return float(self.model.probabilities(rows)[0][self.model.classes.index("supports")])
+
     def judge_many(self, requests: Sequence[JudgeRequest]) -> list[Judgement]:
         rows, readings, similarities = feature_matrix(requests, self.embedder)
         return [

@@ -166,10 +166,12 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
         pool, corrective = reranked[: options.rerank_top_n], {"applied": False}
         progress.mark("correct", "skipped", "naive mode")
     threshold = options.gate_threshold if run.threshold_override is None else run.threshold_override
+    verified_mode = run.mode == QueryMode.VERIFIED
     gate = confidence_gate(
         [s.score for s in pool],
         threshold=threshold,
-        enabled=run.mode == QueryMode.VERIFIED,
+        enabled=verified_mode,
+        answerability=_answerability(run.question, pool, progress.timings) if verified_mode else None,
         empty_reason=_empty_reason(reranked, corrective),
     )
     progress.mark("gate", "done" if gate.enabled else "skipped", gate.reason)
@@ -211,6 +213,22 @@ def _correct(question, query_vector, reranked, reranker, options, progress: _Pro
         trace["pool"] = [{"chunk_id": s.candidate.chunk_id, "score": s.score, "web": s.candidate.url is not None} for s in pool]
         note["detail"] = f"retrieval {verdict}, {len(kept)} passages kept" + (f", {len(web)} from the web" if web else "")
     return pool, trace
+
+
+def _answerability(question: str, pool, timings: dict) -> float | None:
+    """The local judge's belief that the best passage answers the question: the question read
+    as a claim against the passage's sentence the reranker found closest to it (None without a
+    passage). Local on purpose: it is asked of every question, before any provider is paid."""
+    if not pool:
+        return None
+    started = time.perf_counter()
+    best = max(pool, key=lambda s: s.score)
+    text = best.candidate.text
+    start = text.find(best.best_sentence) if best.best_sentence else -1
+    span = (start, start + len(best.best_sentence)) if start >= 0 else (0, len(text))
+    probability = get_local_judge().support_probability(question, text, *span)
+    timings["answerability"] = round((time.perf_counter() - started) * 1000, 2)
+    return round(probability, 6)
 
 
 def _empty_reason(reranked, corrective: dict) -> str:

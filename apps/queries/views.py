@@ -47,18 +47,19 @@ def _selected_claim(request, count: int) -> int:
 
 
 def _refusal(run, record) -> dict | None:
-    """For a refusal by the gate: the best passage's score and the threshold it fell short of
+    """For a refusal by the gate: the gate's score and the threshold it fell short of
     (the gate's own, or corrective RAG's lower one when no passage was left to gate)."""
     if not run.insufficient or not run.gate.get("enabled") or run.gate.get("passed"):
         return None
     if run.gate.get("top_score") is not None:
-        return {"top": run.gate["top_score"], "threshold": run.gate["threshold"], "name": "the gate threshold"}
+        label = "Gate score (the weaker of relevance and answerability)" if run.gate.get("answerability") is not None else "Best passage"
+        return {"top": run.gate["top_score"], "threshold": run.gate["threshold"], "name": "the gate threshold", "label": label}
     trace = record.payload if record else {}
     scores = [s["score"] for s in trace.get("rerank", {}).get("scores", [])]
     lower = trace.get("corrective", {}).get("params", {}).get("lower")
     if not scores or lower is None:
         return None
-    return {"top": max(scores), "threshold": lower, "name": "the lower corrective threshold"}
+    return {"top": max(scores), "threshold": lower, "name": "the lower corrective threshold", "label": "Best passage"}
 
 
 def _scoring(record, workspace) -> dict:

@@ -26,7 +26,11 @@ class WorkspaceSettingsForm(forms.Form):
     the page and the API)."""
 
     GROUPS = (
-        ("Confidence gate", "Verified mode answers only when the best passage is relevant enough.", ("gate_threshold",)),
+        (
+            "Confidence gate",
+            "Verified mode answers only when the best passage is relevant enough and seems to answer the question.",
+            ("gate_threshold",),
+        ),
         (
             "Corrective RAG",
             "How retrieval is judged Correct, Ambiguous or Incorrect, and what is kept.",

@@ -144,7 +144,13 @@ class Setting:
 # Every pipeline setting the settings page (and the API's PATCH) may change, with its range.
 # Provider order and keys have their own service (settings_providers_update).
 SETTINGS: dict[str, Setting] = {
-    "gate_threshold": Setting(float, 0, 1, "Gate threshold", "Verified mode refuses when the best passage scores below this."),
+    "gate_threshold": Setting(
+        float,
+        0,
+        1,
+        "Gate threshold",
+        "Verified mode refuses when the best passage's relevance or answerability (the judge's belief that it answers) is below this.",
+    ),
     "crag_upper": Setting(float, 0, 1, "CRAG upper threshold", "Best passage at or above: retrieval is Correct."),
     "crag_lower": Setting(float, 0, 1, "CRAG lower threshold", "Best passage below: Incorrect; passages below it are dropped."),
     "strip_threshold": Setting(float, 0, 1, "Strip threshold", "Sentences scoring below it are stripped from kept passages."),

@@ -13,7 +13,7 @@ from apps.evals.gate import ANSWERABLE, IN_DOMAIN, OFF_TOPIC, Outcome, contains_
 from apps.evals.services import question_ask_both
 from apps.workspaces.selectors import settings_get
 
-SWEEP = [round(0.05 * i, 2) for i in range(0, 17)]
+SWEEP = [round(0.01 * i, 2) for i in range(0, 81)]
 
 
 class Command(BaseCommand):

@@ -4,7 +4,8 @@ Shared by `bench_gate` and the evaluation runs of apps.evals: each question is a
 verified mode with the gate opened (threshold 0) and once in naive mode. The gate is
 the last decision before generation and generation does not depend on it, so the
 verified outcome at any threshold t is exact from that one run: answered iff the
-generator answered and the best relevance left after correction reaches t.
+generator answered and the gate score (min of the best relevance left after correction and
+its answerability) reaches t.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ RISKS = ("low", "medium", "high")
 class Outcome:
     kind: str
     answered_open: bool  # verified mode with the gate at 0
-    top_score: float | None  # best relevance the gate saw
+    top_score: float | None  # the gate score it saw
     correct_open: bool
     answered_naive: bool
     correct_naive: bool

@@ -427,10 +427,10 @@ class CachedEmbedder:
             data = np.load(path, allow_pickle=False)
             self.vectors = dict(zip(data["texts"].tolist(), data["vectors"], strict=True))
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
         if missing:
-            self.vectors.update(zip(missing, self.inner.embed(missing), strict=True))
+            self.vectors.update(zip(missing, self.inner.embed(missing, batch_size), strict=True))
         return np.stack([self.vectors[t] for t in texts])
 
     def save(self) -> None:

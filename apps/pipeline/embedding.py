@@ -34,20 +34,21 @@ class Embedder:
                 self._model = SentenceTransformer(self.model_name_or_path, device="cpu")
             return self._model
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Unit-length float32 vectors, one row per text."""
+    def embed(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text (in batches of `batch_size`, default the
+        embedder's own)."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         found = self._recall(texts)
         missing = [t for t in dict.fromkeys(texts) if t not in found]
         if missing:
-            vectors = self._encode(missing)
+            vectors = self._encode(missing, batch_size or self.batch_size)
             found.update(zip(missing, vectors, strict=True))
             self._remember(missing, vectors)
         return np.stack([found[t] for t in texts])
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        vectors = self.model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False)
+    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        vectors = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
     def _recall(self, texts: list[str]) -> dict[str, np.ndarray]:

@@ -33,6 +33,10 @@ from apps.pipeline.types import Judgement
 VERDICTS = ("supports", "partial", "contradicts", "not_found")
 MODEL_PATH = Path(__file__).with_name("judge_model.json")
 
+# Claims are short and quotes up to a few hundred word pieces: in batches of 8 the padding
+# stays small, and 61 claims with their quotes embed in 2.0 s against 2.9 s in batches of 32.
+JUDGE_BATCH_SIZE = 8
+
 JudgeRequest = tuple[str, str, int, int]  # claim, passage, quote start, quote end (in the passage)
 
 
@@ -706,7 +710,7 @@ def feature_matrix(requests: Sequence[JudgeRequest], embedder) -> tuple[np.ndarr
     twice the time and gained nothing on validation claims)."""
     claims = [r[0] for r in requests]
     quotes = [r[1][r[2] : r[3]] or r[1] for r in requests]
-    vectors = embedder.embed(claims + quotes)
+    vectors = embedder.embed(claims + quotes, batch_size=JUDGE_BATCH_SIZE)
     n = len(requests)
     sim_quote = (vectors[:n] * vectors[n:]).sum(axis=1)
     rows, readings = [], []

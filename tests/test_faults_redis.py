@@ -61,7 +61,9 @@ def test_uploads_and_questions_during_a_redis_outage_are_kept_and_done_when_it_r
         own_redis.stop()
 
         uploads = [http.post(f"{api}/documents/", files={"files": (name, text.encode())}) for name, text in REPORTS.items()]
-        asked = http.post(f"{api}/queries/", json={"question": "How many storms did station 2 log?", "async": True})
+        # The gate is opened: the reports look alike, and what is tested is the outage, not the gate.
+        question = {"question": "How many storms did station 2 log?", "async": True, "threshold_override": 0}
+        asked = http.post(f"{api}/queries/", json=question)
 
         assert [r.status_code for r in uploads] == [201] * len(REPORTS), [r.text for r in uploads]
         assert max(r.elapsed.total_seconds() for r in [*uploads, asked]) < 5, "a refused publish fails fast"

@@ -78,6 +78,7 @@ def test_api_takes_a_threshold_override_and_enable_gating(personas, bakery):
     strict = client.post(url, question | {"threshold_override": 1.0}, content_type="application/json").json()
     assert strict["insufficient"] is True
     assert strict["gate"]["threshold"] == 1.0
+    assert strict["gate"]["top_score"] == min(strict["gate"]["relevance"], strict["gate"]["answerability"])
     naive = client.post(url, question | {"threshold_override": 1.0, "enable_gating": False}, content_type="application/json").json()
     assert naive["mode"] == "naive"
     assert naive["insufficient"] is False

@@ -77,9 +77,16 @@ class SourceSerializer(serializers.Serializer):
 class GateSerializer(serializers.Serializer):
     enabled = serializers.BooleanField()
     threshold = serializers.FloatField()
-    top_score = serializers.FloatField(allow_null=True)
+    top_score = serializers.FloatField(allow_null=True, help_text="the gate score: min(relevance, answerability)")
     passed = serializers.BooleanField()
     reason = serializers.CharField()
+    # Absent from answers recorded before the gate judged answerability.
+    relevance = serializers.FloatField(required=False, allow_null=True, help_text="the best passage's relevance in [0, 1]")
+    answerability = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="the local judge's belief in [0, 1] that the best passage answers the question (verified mode)",
+    )
 
 
 class TrustSerializer(serializers.Serializer):

@@ -130,13 +130,18 @@ def celery_worker(django_db_setup, django_db_blocker):
     _purge_queue()
     _wait_for_worker(process)
     yield process
+    stop_process(process)
+    log.close()
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    """Terminate a server the tests started; kill it when it has not stopped within 20 s."""
     process.terminate()
     try:
         process.wait(timeout=20)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
-    log.close()
 
 
 def _purge_queue() -> None:

@@ -16,7 +16,7 @@ import redis
 
 from apps.core.embedded import start_redis
 from apps.core.worker import celery_worker_command
-from tests.conftest import ROOT
+from tests.conftest import ROOT, stop_process
 
 
 def free_port() -> int:
@@ -78,12 +78,7 @@ def _process(cmd: list[str], env: dict[str, str], log: Path) -> Iterator[subproc
         try:
             yield process
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process)
 
 
 def _serving(url: str, process: subprocess.Popen) -> bool:

@@ -17,11 +17,11 @@ test: install install-browser
 
 # The fault tests alone (they are part of `make test` too): a worker SIGKILLed mid-ingestion,
 # Redis stopped during uploads and questions, Postgres restarted under load, providers down or slow.
-FAULT_TESTS := tests/test_ingest_faults.py tests/test_faults_redis.py tests/test_faults_postgres.py \
-	"tests/test_generation.py::test_a_groq_timeout_hands_over_to_zhipuai_within_the_timeout_plus_one_second" \
-	"tests/test_generation.py::test_when_both_providers_fail_the_local_provider_answers" \
-	"tests/test_generation.py::test_a_rate_limited_groq_falls_back_to_zhipuai" \
-	"tests/test_generation.py::test_a_stream_that_trickles_past_the_timeout_is_abandoned"
+FAULT_TESTS := tests/ops/test_ingest_faults.py tests/ops/test_faults_redis.py tests/ops/test_faults_postgres.py \
+	"tests/queries/test_generation.py::test_a_groq_timeout_hands_over_to_zhipuai_within_the_timeout_plus_one_second" \
+	"tests/queries/test_generation.py::test_when_both_providers_fail_the_local_provider_answers" \
+	"tests/queries/test_generation.py::test_a_rate_limited_groq_falls_back_to_zhipuai" \
+	"tests/queries/test_generation.py::test_a_stream_that_trickles_past_the_timeout_is_abandoned"
 
 faults: install
 	@$(TEST_ENV) $(PY) -m pytest $(FAULT_TESTS) $(PYTEST_ARGS); status=$$?; \
@@ -41,7 +41,7 @@ format: install
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
-# Install only when requirements.txt or requirements-bench.txt changed since the last install (its
+# Install only when requirements.txt or bench/requirements.txt changed since the last install (its
 # checksum is kept in the venv), so a second `make run` starts at once.
 # torch goes first and alone: only that exact pin takes the CPU build on disk.
 install:

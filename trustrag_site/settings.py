@@ -134,6 +134,8 @@ INSTALLED_APPS = [
     "apps.audits",
     "apps.evals",
     "apps.apikeys",
+    # The benchmark commands (dev and test only; the product never imports them).
+    "bench",
 ]
 
 MIDDLEWARE = [

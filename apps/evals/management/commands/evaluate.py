@@ -1,12 +1,13 @@
 from __future__ import annotations
 
+import json
+import sys
 import time
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.errors import ApplicationError
-from apps.evals.bench import emit, progress
 from apps.evals.selectors import eval_run_report
 from apps.evals.services import eval_run_create, eval_run_execute, eval_set_create
 from apps.workspaces.models import Workspace
@@ -41,7 +42,14 @@ class Command(BaseCommand):
         progress(f"{eval_set.question_count} questions, each in verified and naive mode")
         run = eval_run_execute(workspace=target, run_id=run.pk, on_progress=_report_progress(started))
         result = {"workspace": target.slug, "set": str(eval_set.pk), "run": str(run.pk)} | eval_run_report(run)
-        emit(result | {"seconds": round(time.perf_counter() - started, 1)}, json_path, self.stdout)
+        line = json.dumps(result | {"seconds": round(time.perf_counter() - started, 1)})
+        if json_path:
+            Path(json_path).write_text(line + "\n")
+        self.stdout.write(line)
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def _report_progress(started: float):

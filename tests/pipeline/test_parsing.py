@@ -22,7 +22,7 @@ from apps.pipeline.parsing import SUPPORTED_EXTENSIONS, Extracted, Page, ParseEr
 
 def _docs_dir() -> Path:
     # In CI the repository is cloned under another name with a copy of shared/ beside it.
-    beside = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "docs"
+    beside = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "docs"
     return beside if beside.exists() else Path("/work/shared/data/docs")
 
 

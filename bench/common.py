@@ -6,16 +6,23 @@ from __future__ import annotations
 import gzip
 import json
 import signal
+import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management.base import CommandError
 
+from apps.core.tasks import warm_up
+from apps.core.worker import celery_worker_command
 from apps.workspaces.models import Workspace
 from apps.workspaces.services import workspace_create, workspace_delete
+from trustrag_site.celery import app
 
 
 @contextmanager
@@ -67,3 +74,33 @@ def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
     return ordered[index]
+
+
+def data_path(*parts: str) -> Path:
+    """A default data path: `../shared/data/…` beside the repository (how CI and every
+    machine here lay it out). Every benchmark takes its data as arguments; this is only the default."""
+    return Path(settings.BASE_DIR).parent.joinpath("shared", "data", *parts)
+
+
+class celery_worker:
+    """Use the running worker, or start one for the run; either way, warm its model first."""
+
+    def __enter__(self) -> str:
+        self.process = None
+        if not app.control.ping(timeout=1.0):
+            cmd = celery_worker_command(loglevel="WARNING")
+            self.process = subprocess.Popen(cmd, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL, stderr=sys.stderr)
+            self._wait_for_ping()
+        warm_up.delay().get(timeout=300)
+        return "started for this run" if self.process else "already running"
+
+    def _wait_for_ping(self) -> None:
+        deadline = time.monotonic() + 120
+        while not app.control.ping(timeout=0.5):
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise CommandError("could not start a Celery worker for the benchmark")
+
+    def __exit__(self, *exc) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=60)

@@ -17,7 +17,7 @@ from tests.conftest import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HANDBOOK = (
     "Every TrustRAG appliance is covered by our warranty. The warranty lasts two years from the date of purchase. "
     "Repairs under warranty are free of charge; accidental damage is not covered."

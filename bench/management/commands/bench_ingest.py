@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -9,20 +7,17 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.errors import ApplicationError
-from apps.core.tasks import warm_up
-from apps.core.worker import celery_worker_command
 from apps.documents.models import Chunk, Document
 from apps.documents.services import document_create
-from apps.evals.bench import emit, progress, temporary_workspace
 from apps.pipeline.embedding import Embedder, default_model_path
-from trustrag_site.celery import app
+from bench.common import celery_worker, data_path, emit, progress, temporary_workspace
 
 
 class Command(BaseCommand):
     help = "Ingest every file under DIR through the upload service and the Celery worker; compare with embedding alone."
 
     def add_arguments(self, parser):
-        parser.add_argument("--files", required=True, type=Path)
+        parser.add_argument("--files", type=Path, default=data_path("docs"))
         parser.add_argument("--json", dest="json_path")
         parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for the worker to settle every file")
 
@@ -31,7 +26,7 @@ class Command(BaseCommand):
         paths = sorted(p for p in files.rglob("*") if p.is_file()) if files.is_dir() else []
         if not paths:
             raise CommandError(f"No files under {files}.")
-        with _worker() as worker_note, temporary_workspace("ingest") as workspace:
+        with celery_worker() as worker_note, temporary_workspace("ingest") as workspace:
             progress(f"worker: {worker_note}; {len(paths)} file(s)")
             rows, seconds = _ingest_all(workspace, paths, timeout)
             texts = list(Chunk.objects.filter(workspace=workspace).order_by("document_id", "ordinal").values_list("text", flat=True))
@@ -95,27 +90,3 @@ def _embed_only_rate(texts: list[str]) -> float:
     started = time.perf_counter()
     embedder.embed(texts)
     return len(texts) / (time.perf_counter() - started)
-
-
-class _worker:
-    """Use the running worker, or start one for the run; either way, warm its model first."""
-
-    def __enter__(self) -> str:
-        self.process = None
-        if not app.control.ping(timeout=1.0):
-            cmd = celery_worker_command(loglevel="WARNING")
-            self.process = subprocess.Popen(cmd, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL, stderr=sys.stderr)
-            self._wait_for_ping()
-        warm_up.delay().get(timeout=300)
-        return "started for this run" if self.process else "already running"
-
-    def _wait_for_ping(self) -> None:
-        deadline = time.monotonic() + 120
-        while not app.control.ping(timeout=0.5):
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                raise CommandError("could not start a Celery worker for the benchmark")
-
-    def __exit__(self, *exc) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            self.process.wait(timeout=60)

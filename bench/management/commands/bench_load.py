@@ -22,8 +22,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.apikeys.services import apikey_create
 from apps.documents.models import Document, DocumentStatus
 from apps.documents.services import document_create, document_ingest
-from apps.evals.bench import emit, progress, temporary_workspace
-from apps.evals.management.commands.bench_ingest import _worker
+from bench.common import celery_worker, emit, progress, temporary_workspace
 
 DEMO = Path(settings.BASE_DIR) / "apps" / "core" / "demo"
 QUESTIONS = [
@@ -48,7 +47,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, clients, seconds, uploads, threads, timeout, json_path, **options):
         logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
-        with _worker() as worker_note, temporary_workspace("load") as workspace, _web_server(threads) as url:
+        with celery_worker() as worker_note, temporary_workspace("load") as workspace, _web_server(threads) as url:
             progress(f"worker: {worker_note}; web server {url} with {threads} threads")
             for path in sorted(DEMO.glob("*.md")):
                 document, _ = document_create(workspace=workspace, actor=None, filename=path.name, data=path.read_bytes(), enqueue=False)

@@ -78,7 +78,7 @@ def test_a_benchmark_stopped_with_sigterm_still_removes_its_workspace(db):
 
     import pytest
 
-    from apps.evals.bench import temporary_workspace
+    from bench.common import temporary_workspace
 
     slugs = []
 

@@ -1,6 +1,6 @@
 """Hybrid retrieval at scale against the original design's in-process retrieval, in one run.
 
-W temporary workspaces get N chunks in all (see apps.evals.scale for how the texts and vectors
+W temporary workspaces get N chunks in all (see bench.scale for how the texts and vectors
 are made), written through the product's chunk writer; then Q real SciFact questions, each
 scoped to one workspace, run through `hybrid_search` and through the baseline on the same texts
 and vectors. `index_build_seconds` is the time the chunk writes took (rows, HNSW and GIN index
@@ -23,13 +23,13 @@ from django.db import connection, transaction
 
 from apps.documents.models import Chunk, Document, DocumentStatus, IndexStat
 from apps.documents.services import _write_chunks
-from apps.evals.bench import emit, percentile, progress, read_jsonl, temporary_workspace
-from apps.evals.scale import VECTOR_METHOD, Baseline, ScaledCorpus, build_corpus, embed_in_batches
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.retrieval import RetrievalParams, hybrid_search
 from apps.workspaces.models import WorkspaceSettings
+from bench.common import data_path, emit, percentile, progress, read_jsonl, temporary_workspace
+from bench.scale import VECTOR_METHOD, Baseline, ScaledCorpus, build_corpus, embed_in_batches
 
-REQUIREMENTS = "requirements-bench.txt"
+REQUIREMENTS = "bench/requirements.txt"
 WARMUP = 5
 PROGRESS_EVERY = 50
 WRITE_PROGRESS_EVERY = 2000
@@ -37,9 +37,7 @@ RECALL_K = 10
 
 
 def _default_data_dir() -> Path:
-    # In CI the repository is cloned under another name with a copy of shared/ beside it.
-    beside = Path(settings.BASE_DIR).parent / "shared" / "data" / "scifact"
-    return beside if beside.exists() else Path("/work/shared/data/scifact")
+    return data_path("scifact")
 
 
 class Command(BaseCommand):

@@ -21,12 +21,12 @@ from django.db import connection, transaction
 from apps.core.errors import ApplicationError
 from apps.documents.models import Chunk, DocumentStatus
 from apps.documents.services import document_create, document_ingest
-from apps.evals.bench import emit, percentile, progress, read_jsonl, temporary_workspace
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.rerank import get_reranker
 from apps.pipeline.retrieval import RetrievalParams, hybrid_search
 from apps.workspaces.models import WorkspaceSettings
 from apps.workspaces.selectors import settings_get
+from bench.common import data_path, emit, percentile, progress, read_jsonl, temporary_workspace
 
 MODES = ("dense", "keyword", "hybrid", "reranked")
 # The reranked mode reorders the top of the hybrid list, as the product does with its
@@ -114,9 +114,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         defaults = WorkspaceSettings._meta
-        parser.add_argument("--corpus", required=True, help="JSONL(.gz) of {id|_id, title, text}")
-        parser.add_argument("--queries", required=True, help="JSONL of {_id, text}")
-        parser.add_argument("--qrels", required=True, help="TSV with a header: query-id, corpus-id, score")
+        parser.add_argument("--corpus", default=str(data_path("scifact", "corpus.jsonl.gz")), help="JSONL(.gz) of {id|_id, title, text}")
+        parser.add_argument("--queries", default=str(data_path("scifact", "queries.jsonl")), help="JSONL of {_id, text}")
+        parser.add_argument(
+            "--qrels", default=str(data_path("scifact", "qrels", "train.tsv")), help="TSV with a header: query-id, corpus-id, score"
+        )
         parser.add_argument("--modes", default=",".join(MODES), help="comma-separated: dense, keyword, hybrid, reranked")
         parser.add_argument("--json", dest="json_path", default=None, help="also write the result line to this file")
         parser.add_argument("--chunk-size", type=int, default=defaults.get_field("chunk_size").default)

@@ -30,7 +30,7 @@ from django.conf import settings
 from django.core.management import get_commands
 from django.http.request import split_domain_port, validate_host
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"

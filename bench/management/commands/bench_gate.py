@@ -8,10 +8,10 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.documents.services import document_create, document_ingest
-from apps.evals.bench import emit, progress, temporary_workspace
 from apps.evals.gate import ANSWERABLE, IN_DOMAIN, OFF_TOPIC, Outcome, contains_gold, metrics, recommend, sweep
 from apps.evals.services import question_ask_both
 from apps.workspaces.selectors import settings_get
+from bench.common import data_path, emit, progress, temporary_workspace
 
 SWEEP = [round(0.01 * i, 2) for i in range(0, 81)]
 
@@ -20,7 +20,7 @@ class Command(BaseCommand):
     help = "Answerable vs unanswerable SQuAD 2.0 questions through the real pipeline, verified and naive, with a threshold sweep."
 
     def add_arguments(self, parser):
-        parser.add_argument("--squad", required=True, type=Path)
+        parser.add_argument("--squad", type=Path, default=data_path("squad2", "dev.json"))
         parser.add_argument("--off-topic", type=int, default=100, help="answerable questions of other articles asked in each workspace")
         parser.add_argument("--limit-questions", type=int, default=None, help="per article, for quick runs")
         parser.add_argument("--json", dest="json_path")

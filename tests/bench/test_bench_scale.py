@@ -11,11 +11,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from apps.documents.models import Chunk, Document, IndexStat, TermStat
-from apps.evals.bench import read_jsonl
-from apps.evals.management.commands.bench_scale import _default_data_dir
-from apps.evals.scale import build_corpus, document_text
 from apps.pipeline.text import sentence_spans
 from apps.workspaces.models import Workspace
+from bench.common import read_jsonl
+from bench.management.commands.bench_scale import _default_data_dir
+from bench.scale import build_corpus, document_text
 from tests.conftest import ROOT, worker_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -71,7 +71,7 @@ def test_bench_scale_times_both_designs_on_the_asked_number_of_chunks_and_remove
 
 def test_bench_scale_names_the_bench_requirements_when_the_baseline_libraries_are_missing(monkeypatch):
     monkeypatch.setitem(sys.modules, "faiss", None)  # makes `import faiss` fail
-    with pytest.raises(CommandError, match=r"faiss-cpu.*requirements-bench\.txt"):
+    with pytest.raises(CommandError, match=r"faiss-cpu.*bench/requirements\.txt"):
         call_command("bench_scale", "--chunks", "100", "--workspaces", "2", "--queries", "5")
     assert not Workspace.objects.filter(slug__startswith="bench-scale").exists()
 

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from apps.evals.verify import GoldClaim, verify_metrics
 from apps.pipeline.types import Claim, Location, VerifiedClaim
+from bench.verify import GoldClaim, verify_metrics
 
 CORPUS = [
     {

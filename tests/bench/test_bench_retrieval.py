@@ -8,8 +8,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from apps.evals.management.commands.bench_retrieval import mrr_at_k, ndcg_at_k, rank_documents, recall_at_k
 from apps.workspaces.models import Workspace
+from bench.management.commands.bench_retrieval import mrr_at_k, ndcg_at_k, rank_documents, recall_at_k
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,9 +11,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.documents.services import document_create, document_ingest
-from apps.evals.bench import emit, progress, temporary_workspace
 from apps.pipeline.embedding import get_embedder
 from apps.queries.services import answer_assess
+from bench.common import data_path, emit, progress, temporary_workspace
 
 RIGHT, HALLUCINATED = "right", "hallucinated"
 
@@ -22,7 +22,7 @@ class Command(BaseCommand):
     help = "HaluEval QA: how well the trust score ranks right answers above hallucinated ones, against the original formula."
 
     def add_arguments(self, parser):
-        parser.add_argument("--halueval", required=True, type=Path)
+        parser.add_argument("--halueval", type=Path, default=data_path("halueval", "qa_dev.jsonl"))
         parser.add_argument("--limit", type=int, default=None, help="first N items, for quick runs")
         parser.add_argument("--json", dest="json_path")
 

@@ -17,8 +17,6 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.evals.bench import emit, progress, read_jsonl
-from apps.evals.verify import GoldClaim, gold_from_json, verify_metrics
 from apps.pipeline.judge import get_local_judge
 from apps.pipeline.llm_judge import LLMJudge
 from apps.pipeline.providers import ChatProvider, Router
@@ -26,6 +24,8 @@ from apps.pipeline.types import Answer, Candidate, Claim, VerifiedClaim
 from apps.pipeline.verification import verify_answer
 from apps.workspaces.models import WorkspaceSettings
 from apps.workspaces.selectors import provider_secrets, provider_specs_get
+from bench.common import data_path, emit, progress, read_jsonl
+from bench.verify import GoldClaim, gold_from_json, verify_metrics
 
 LOCATOR_THRESHOLD = 90.0  # the workspace default
 SOURCES_PER_ANSWER = 16  # documents cited by one answer's claims: the verifier judges an answer in one batch
@@ -35,8 +35,8 @@ class Command(BaseCommand):
     help = "Claims with cited quotes through the two-stage verifier; accuracy and hallucination detection against gold labels."
 
     def add_arguments(self, parser):
-        parser.add_argument("--corpus", required=True, type=Path)
-        parser.add_argument("--claims", required=True, type=Path)
+        parser.add_argument("--corpus", type=Path, default=data_path("scifact", "claims_corpus.jsonl.gz"))
+        parser.add_argument("--claims", type=Path, default=data_path("scifact", "claims_train.jsonl"))
         parser.add_argument("--judge", choices=("local", "llm"), default="local")
         parser.add_argument("--locator-threshold", type=float, default=LOCATOR_THRESHOLD)
         parser.add_argument("--json", dest="json_path")

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from apps.core.tenancy import access
 from apps.documents.models import Chunk, Document, DocumentKind
+from apps.documents.sql import hybrid_search
+from apps.pipeline.retrieval import RetrievalParams
+from apps.pipeline.types import Candidate
 from apps.workspaces.models import Workspace
 
 
@@ -26,3 +30,10 @@ def chunk_pages_get(*, document_id, chunk_id) -> tuple[int, int] | None:
 
 def document_file_names(*, workspace: Workspace) -> list[str]:
     return [name for name in Document.objects.filter(workspace=workspace).values_list("file", flat=True) if name]
+
+
+def chunk_search(*, workspace: Workspace, question: str, query_vector, params: RetrievalParams) -> list[Candidate]:
+    """The workspace's passages for a question: the one hybrid statement (dense HNSW + BM25,
+    fused by weighted RRF), both legs filtered by the workspace."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        return hybrid_search(cursor, workspace_id=workspace.pk, question=question, query_vector=query_vector, params=params)

@@ -16,7 +16,7 @@ from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
 from apps.core.tenancy import access
 from apps.documents.models import Chunk, Document, DocumentStatus
-from apps.pipeline.bm25 import index_document, unindex_document
+from apps.documents.sql import index_document, unindex_document
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.parsing import Extracted, ParseError, check_supported, extract
 from apps.pipeline.text import chunk_text
@@ -83,7 +83,7 @@ def document_ingest(*, workspace: Workspace, document_id) -> Document | None:
     options = settings_get(workspace=workspace)
     drafts = chunk_text(extracted.text, size=options.chunk_size, overlap=options.chunk_overlap)
     vectors = _embed_with_progress(document, [d.text for d in drafts])
-    _write_chunks(document, extracted, drafts, vectors)
+    document_chunks_write(document=document, extracted=extracted, drafts=drafts, vectors=vectors)
     document.refresh_from_db()
     return document
 
@@ -185,8 +185,10 @@ def _progress(document: Document, done: int, total: int) -> None:
     )
 
 
-def _write_chunks(document: Document, extracted: Extracted, drafts, vectors) -> None:
-    """All chunks in one transaction: a re-run replaces them, never adds to them."""
+def document_chunks_write(*, document: Document, extracted: Extracted, drafts, vectors) -> None:
+    """Write a document's chunks, their vectors and keyword statistics, and mark it ready; all in
+    one transaction: a re-run replaces them, never adds to them. Ingestion calls it, and so does a
+    bulk import that parsed and embedded elsewhere (bench_scale)."""
     workspace = document.workspace
     with transaction.atomic():
         with connection.cursor() as cursor:

@@ -4,58 +4,44 @@ from __future__ import annotations
 
 import time
 import unicodedata
-from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from apps.audits.services import audit_record_create
 from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
-from apps.documents.selectors import chunk_pages_get
-from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
+from apps.documents.selectors import chunk_pages_get, chunk_search
+from apps.pipeline.answer import AnswerSettings, AnswerTrace, Assessment, StageClock, Tools, answer, assess
+from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import get_embedder
-from apps.pipeline.gate import REFUSAL, confidence_gate
-from apps.pipeline.generation import cite_sentences
 from apps.pipeline.judge import get_local_judge
-from apps.pipeline.llm_judge import LLMJudge
-from apps.pipeline.prompting import parse_rewrite, rewrite_messages
-from apps.pipeline.providers import ChatProvider, GenerationRequest, LocalProvider, Router
+from apps.pipeline.providers import ChatProvider, LocalProvider, Router
 from apps.pipeline.rerank import get_reranker
-from apps.pipeline.retrieval import RetrievalParams, hybrid_search
-from apps.pipeline.trust import Trust, TrustWeights, source_agreement, trust_score
-from apps.pipeline.types import Answer
-from apps.pipeline.verification import verify_answer
-from apps.pipeline.websearch import TavilySearch, WebSearchError, as_candidates
+from apps.pipeline.retrieval import RetrievalParams
+from apps.pipeline.trust import TrustWeights
+from apps.pipeline.websearch import TavilySearch
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
-from apps.workspaces.models import Workspace
+from apps.workspaces.models import Workspace, WorkspaceSettings
 from apps.workspaces.selectors import provider_secrets, provider_specs_get, settings_get
 
 
 class _Progress:
-    """Times each stage and records it on the run as it completes, with the answer text as it
-    streams, so the Ask page can show both live."""
+    """Records each stage on the run as it completes, with the answer text as it streams, so
+    the Ask page can show both live (the pipeline's clock times them)."""
 
     FLUSH_EVERY_S = 0.25
 
     def __init__(self, run: QueryRun):
         self.run = run
-        self.timings: dict[str, float] = {}
         self._flushed_at = 0.0
+        self.clock = StageClock(on_stage=self.stage_done, on_text=self.text)
 
-    @contextmanager
-    def stage(self, name: str):
-        started = time.perf_counter()
-        note: dict = {}
-        yield note
-        self.timings[name] = round((time.perf_counter() - started) * 1000, 2)
-        self.mark(name, "done", note.get("detail", ""))
-
-    def mark(self, name: str, status: str, detail: str = "") -> None:
-        self.run.stages = [*self.run.stages, {"name": name, "status": status, "ms": self.timings.get(name), "detail": detail}]
+    def stage_done(self, name: str, status: str, ms: float | None, detail: str) -> None:
+        self.run.stages = [*self.run.stages, {"name": name, "status": status, "ms": ms, "detail": detail}]
         QueryRun.objects.filter(pk=self.run.pk).update(stages=self.run.stages)
 
     def text(self, answer_so_far: str) -> None:
@@ -148,44 +134,11 @@ def query_run_execute(*, workspace: Workspace, run_id) -> QueryRun | None:
 def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
     options = settings_get(workspace=workspace)
     started, progress = time.perf_counter(), _Progress(run)
-    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
-    params = _retrieval_params(options)
-    with progress.stage("retrieve") as note:
-        query_vector = embedder.embed([run.question])[0]
-        with transaction.atomic(), connection.cursor() as cursor:
-            candidates = hybrid_search(cursor, workspace_id=workspace.pk, question=run.question, query_vector=query_vector, params=params)
-        note["detail"] = f"{len(candidates)} passages"
-    reranker = get_reranker(settings.RERANKER_MODEL, embedder)
-    with progress.stage("rerank") as note:
-        reranked = reranker.rerank(run.question, query_vector, candidates)
-        note["detail"] = f"{reranker.name}" + (f", best {reranked[0].score:.3f}" if reranked else "")
-    router = _router(options, embedder)
-    if run.mode == QueryMode.VERIFIED:
-        pool, corrective = _correct(run.question, query_vector, reranked, reranker, options, progress, router)
-    else:  # naive mode is plain RAG: no correction, no gate
-        pool, corrective = reranked[: options.rerank_top_n], {"applied": False}
-        progress.mark("correct", "skipped", "naive mode")
     threshold = options.gate_threshold if run.threshold_override is None else run.threshold_override
-    verified_mode = run.mode == QueryMode.VERIFIED
-    gate = confidence_gate(
-        [s.score for s in pool],
-        threshold=threshold,
-        enabled=verified_mode,
-        answerability=_answerability(run.question, pool, progress.timings) if verified_mode else None,
-        empty_reason=_empty_reason(reranked, corrective),
-    )
-    progress.mark("gate", "done" if gate.enabled else "skipped", gate.reason)
-    refined = _refine(pool, query_vector, embedder, options, corrective, progress)
-    sources = [s.candidate for s in pool]
-    answer, attempts, verified = _answer(run, gate, query_vector, sources, refined, router, options, progress)
-    with progress.stage("score") as note:
-        trust = _trust(answer, verified, pool, options)
-        note["detail"] = f"confidence {trust.confidence:.0%}, {trust.risk} risk"
-
-    scores = {s.candidate.chunk_id: s.score for s in [*reranked, *pool]}
-    _fill_run(run, answer, verified, sources, scores, gate, attempts, trust)
+    answer_settings = replace(_answer_settings(options), gate_threshold=threshold)
+    trace = answer(run.question, mode=run.mode, settings=answer_settings, tools=_tools(workspace, options), clock=progress.clock)
+    _fill_run(run, trace)
     run.duration_ms = int((time.perf_counter() - started) * 1000)
-    trace = {"rerank": _rerank_trace(reranker, reranked, progress.timings), "corrective": corrective, "gate": asdict(gate)}
     with transaction.atomic():
         run.save()
         audit_record_create(
@@ -193,121 +146,52 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
             actor=run.asked_by,
             actor_label=run.actor_label,
             query_run_id=run.pk,
-            payload=_audit_payload(run, options, params, candidates, progress.timings) | trace,
+            payload=_audit_payload(run, options, answer_settings.retrieval, trace),
         )
     return run
 
 
-def _correct(question, query_vector, reranked, reranker, options, progress: _Progress, router: Router):
-    """Corrective RAG: classify retrieval, keep what bears on the question, ask the web when
-    retrieval was not Correct and the workspace allows it. Returns the pool and its trace."""
-    with progress.stage("correct") as note:
-        params = _corrective_params(options)
-        verdict = classify([s.score for s in reranked], params)
-        kept = keep_for(verdict, reranked, params)
-        trace = {"applied": True, "verdict": verdict, "params": asdict(params), "kept": [s.candidate.chunk_id for s in kept]}
-        web = []
-        if verdict != CORRECT:
-            web, trace["web"] = _web_search(question, query_vector, reranker, options, progress.timings, router)
-        pool = sorted([*kept, *web], key=lambda s: (-s.score, s.candidate.chunk_id))[: options.rerank_top_n]
-        trace["pool"] = [{"chunk_id": s.candidate.chunk_id, "score": s.score, "web": s.candidate.url is not None} for s in pool]
-        note["detail"] = f"retrieval {verdict}, {len(kept)} passages kept" + (f", {len(web)} from the web" if web else "")
-    return pool, trace
+def _tools(workspace: Workspace, options: WorkspaceSettings) -> Tools:
+    """The collaborators of one answer in `workspace`: its retrieval SQL, the process's models,
+    the workspace's providers and, when a key is set, web search."""
+    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    web = None
+    if settings.TAVILY_API_KEY:
+        web = TavilySearch(api_key=settings.TAVILY_API_KEY, base_url=settings.TAVILY_BASE_URL, timeout_s=settings.WEB_SEARCH_TIMEOUT_S)
+    return Tools(
+        embedder=embedder,
+        reranker=get_reranker(settings.RERANKER_MODEL, embedder),
+        search=lambda question, vector, params: chunk_search(workspace=workspace, question=question, query_vector=vector, params=params),
+        local_judge=get_local_judge(),
+        router=_router(options, embedder),
+        web=web,
+    )
 
 
-def _answerability(question: str, pool, timings: dict) -> float | None:
-    """The local judge's belief that the best passage answers the question: the question read
-    as a claim against the passage's sentence the reranker found closest to it (None without a
-    passage). Local on purpose: it is asked of every question, before any provider is paid."""
-    if not pool:
-        return None
-    started = time.perf_counter()
-    best = max(pool, key=lambda s: s.score)
-    text = best.candidate.text
-    start = text.find(best.best_sentence) if best.best_sentence else -1
-    span = (start, start + len(best.best_sentence)) if start >= 0 else (0, len(text))
-    probability = get_local_judge().support_probability(question, text, *span)
-    timings["answerability"] = round((time.perf_counter() - started) * 1000, 2)
-    return round(probability, 6)
-
-
-def _empty_reason(reranked, corrective: dict) -> str:
-    if not reranked:
-        return "no passage was retrieved"
-    best = max(s.score for s in reranked)
-    lower = corrective.get("params", {}).get("lower", 0.0)
-    web = "" if corrective.get("web", {}).get("results") else " and the web added nothing"
-    return f"retrieval was {corrective.get('verdict', 'incorrect')}: the best relevance {best:.3f} is below the lower threshold {lower:.3f}{web}"
-
-
-def _web_search(question, query_vector, reranker, options, timings: dict, router: Router) -> tuple[list, dict]:
-    if not options.web_search_enabled:
-        return [], {"searched": False, "reason": "web search is off for this workspace"}
-    if not settings.TAVILY_API_KEY:
-        return [], {"searched": False, "reason": "no TAVILY_API_KEY is configured"}
-    query, rewrite = _rewrite(question, router)
-    search = TavilySearch(api_key=settings.TAVILY_API_KEY, base_url=settings.TAVILY_BASE_URL, timeout_s=settings.WEB_SEARCH_TIMEOUT_S)
-    try:
-        started = time.perf_counter()
-        results = search.search(query, max_results=options.web_results)
-        timings["web_search"] = round((time.perf_counter() - started) * 1000, 2)
-    except WebSearchError as exc:
-        return [], {"searched": True, "provider": search.name, "query": query, "rewrite": rewrite, "error": str(exc)}
-    scored = reranker.rerank(question, query_vector, as_candidates(results))
-    found = [{"url": s.candidate.url, "title": s.candidate.document_title, "score": s.score} for s in scored]
-    return scored, {"searched": True, "provider": search.name, "query": query, "rewrite": rewrite, "results": found}
-
-
-def _rewrite(question: str, router: Router) -> tuple[str, dict]:
-    """The web search query: an LLM's rewrite when a provider is configured, else the
-    question's content words."""
-    query, attempts = router.first_reply(rewrite_messages(question), parse_rewrite)
-    used = next((a.provider for a in attempts if a.outcome == "ok"), "local keywords")
-    return query or keyword_rewrite(question), {"by": used, "attempts": [asdict(a) for a in attempts]}
-
-
-def _refine(pool, query_vector, embedder, options, corrective: dict, progress: _Progress) -> dict:
-    """chunk id → the text the generator sees (verified mode strips passages to their strongest sentences)."""
-    if not corrective.get("applied") or not pool:
-        return {}
-    started = time.perf_counter()
-    refined = refine(pool, query_vector, embedder, _corrective_params(options))
-    progress.timings["refine"] = round((time.perf_counter() - started) * 1000, 2)
-    corrective["refined"] = [
-        {
-            "chunk_id": r.scored.candidate.chunk_id,
-            "kept_sentences": r.kept_sentences,
-            "sentences": r.total_sentences,
-            "whole_chunk": r.whole_chunk,
-            "text": r.text,
-        }
-        for r in refined
-    ]
-    return {r.scored.candidate.chunk_id: r.text for r in refined}
-
-
-def _corrective_params(options) -> CorrectiveParams:
-    return CorrectiveParams(upper=options.crag_upper, lower=options.crag_lower, strip_threshold=options.strip_threshold)
-
-
-def _answer(run, gate, query_vector, sources, refined: dict, router: Router, options, progress: _Progress):
-    """Generate from the refined texts through the provider router and verify against the
-    whole passages, unless the gate refused: a refusal costs no generation."""
-    if not gate.passed:
-        for name in ("generate", "verify"):
-            progress.mark(name, "skipped", "refused by the confidence gate")
-        return Answer(text=REFUSAL, claims=(), insufficient=True, provider="gate"), [], []
-    seen = [replace(c, text=refined.get(c.chunk_id, c.text)) for c in sources]
-    request = GenerationRequest(run.question, query_vector, seen, options.answer_max_claims)
-    with progress.stage("generate") as note:
-        answer, attempts = router.generate(request, progress.text)
-        note["detail"] = " → ".join(f"{a.provider} {a.outcome}" for a in attempts)
-    judge = LLMJudge(router, get_local_judge()) if router.can_chat else get_local_judge()
-    with progress.stage("verify") as note:
-        verified = verify_answer(answer, sources, locator_threshold=options.locator_threshold, judge=judge)
-        note["detail"] = f"{sum(v.faithful for v in verified)} of {len(verified)} claims faithful, judged by {judge.name}"
-    rows = [asdict(a) | {"purpose": "generate"} for a in attempts]
-    return answer, rows + [asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])], verified
+def _answer_settings(options: WorkspaceSettings) -> AnswerSettings:
+    return AnswerSettings(
+        retrieval=RetrievalParams(
+            dense_k=options.dense_k,
+            keyword_k=options.keyword_k,
+            rrf_k=options.rrf_k,
+            dense_weight=options.dense_weight,
+            keyword_weight=options.keyword_weight,
+        ),
+        corrective=CorrectiveParams(upper=options.crag_upper, lower=options.crag_lower, strip_threshold=options.strip_threshold),
+        trust=TrustWeights(
+            retrieval=options.trust_weight_retrieval,
+            agreement=options.trust_weight_agreement,
+            grounding=options.trust_weight_grounding,
+            low_cutoff=options.risk_low_cutoff,
+            medium_cutoff=options.risk_medium_cutoff,
+        ),
+        gate_threshold=options.gate_threshold,
+        rerank_top_n=options.rerank_top_n,
+        locator_threshold=options.locator_threshold,
+        answer_max_claims=options.answer_max_claims,
+        web_search_enabled=options.web_search_enabled,
+        web_results=options.web_results,
+    )
 
 
 def _router(options, embedder) -> Router:
@@ -318,50 +202,29 @@ def _router(options, embedder) -> Router:
     return Router(providers, secrets=provider_secrets(options=options))
 
 
-def _trust(answer: Answer, verified, pool, options) -> Trust:
-    weights = TrustWeights(
-        retrieval=options.trust_weight_retrieval,
-        agreement=options.trust_weight_agreement,
-        grounding=options.trust_weight_grounding,
-        low_cutoff=options.risk_low_cutoff,
-        medium_cutoff=options.risk_medium_cutoff,
-    )
-    retrieval = max((s.score for s in pool), default=None)
-    refused = answer.insufficient and not verified
-    agreement = 0.0 if refused else source_agreement(verified)
-    return trust_score(retrieval=retrieval, agreement=agreement, verified=verified, refused=refused, weights=weights)
-
-
-def _fill_run(run: QueryRun, answer: Answer, verified, sources, scores: dict, gate, attempts: list[dict], trust: Trust) -> None:
-    claims = [_claim_row(v) for v in verified]
-    run.answer = answer.text
-    run.partial_answer = answer.text
-    run.insufficient = answer.insufficient
-    run.provider = answer.provider
+def _fill_run(run: QueryRun, trace: AnswerTrace) -> None:
+    claims = [_claim_row(v) for v in trace.verified]
+    scores = {s.candidate.chunk_id: s.score for s in [*trace.retrieved.reranked, *trace.pool]}
+    run.answer = trace.answer.text
+    run.partial_answer = trace.answer.text
+    run.insufficient = trace.answer.insufficient
+    run.provider = trace.answer.provider
     run.claims = claims
-    run.sources = [_source_row(i, c) | {"rerank_score": scores[c.chunk_id]} for i, c in enumerate(sources, 1)]
+    run.sources = [_source_row(i, c) | {"rerank_score": scores[c.chunk_id]} for i, c in enumerate(trace.sources, 1)]
     run.grounding = (sum(c["faithful"] for c in claims) / len(claims)) if claims else None
-    run.gate = asdict(gate)
-    run.attempts = attempts
+    run.gate = asdict(trace.gate)
+    run.attempts = trace.attempts
+    trust = trace.trust
     run.trust = {"retrieval": trust.retrieval, "agreement": trust.agreement, "grounding": trust.grounding, "reasons": list(trust.reasons)}
     run.confidence = trust.confidence
     run.risk = trust.risk
     run.status = QueryStatus.DONE
 
 
-def _retrieval_params(options) -> RetrievalParams:
-    return RetrievalParams(
-        dense_k=options.dense_k,
-        keyword_k=options.keyword_k,
-        rrf_k=options.rrf_k,
-        dense_weight=options.dense_weight,
-        keyword_weight=options.keyword_weight,
-    )
-
-
-def _audit_payload(run: QueryRun, options, params: RetrievalParams, candidates, timings: dict) -> dict:
+def _audit_payload(run: QueryRun, options, params: RetrievalParams, trace: AnswerTrace) -> dict:
     # Evaluation traffic says so in its record (the history leaves it out unless asked); a
     # person's record keeps exactly the keys it always had.
+    timings, candidates = trace.timings, trace.retrieved.candidates
     return ({"evaluation": True} if run.evaluation else {}) | {
         "recorded_at": timezone.now().isoformat(),
         "question": run.question,
@@ -400,14 +263,17 @@ def _audit_payload(run: QueryRun, options, params: RetrievalParams, candidates, 
         "sources": run.sources,
         "pipeline": run.stages,
         "duration_ms": run.duration_ms,
+        "rerank": _rerank_trace(trace),
+        "corrective": trace.corrective,
+        "gate": asdict(trace.gate),
     }
 
 
-def _rerank_trace(reranker, reranked, timings: dict) -> dict:
+def _rerank_trace(trace: AnswerTrace) -> dict:
     return {
-        "reranker": reranker.name,
-        "scores": [{"chunk_id": s.candidate.chunk_id, "score": s.score, "parts": s.parts} for s in reranked],
-        "ms": timings.get("rerank"),
+        "reranker": trace.reranker,
+        "scores": [{"chunk_id": s.candidate.chunk_id, "score": s.score, "parts": s.parts} for s in trace.retrieved.reranked],
+        "ms": trace.timings.get("rerank"),
     }
 
 
@@ -470,29 +336,8 @@ def _clean_question(question: str) -> str:
     return question
 
 
-@dataclass(frozen=True)
-class Assessment:
-    """The verdicts and trust score of an answer that was written elsewhere."""
-
-    claims: list
-    trust: Trust
-    sources: list
-
-
 def answer_assess(*, workspace: Workspace, question: str, answer_text: str) -> Assessment:
     """Score an answer given from outside (an evaluation set, bench_trust) the way the pipeline
-    scores its own: retrieve and rerank for the question, cite each sentence of the answer to the
-    retrieved sentence closest to it, verify the claims and compute the trust components."""
+    scores its own (see `apps.pipeline.answer.assess`), with the workspace's settings and documents."""
     options = settings_get(workspace=workspace)
-    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
-    query_vector = embedder.embed([question])[0]
-    with transaction.atomic(), connection.cursor() as cursor:
-        candidates = hybrid_search(
-            cursor, workspace_id=workspace.pk, question=question, query_vector=query_vector, params=_retrieval_params(options)
-        )
-    pool = get_reranker(settings.RERANKER_MODEL, embedder).rerank(question, query_vector, candidates)[: options.rerank_top_n]
-    sources = [s.candidate for s in pool]
-    claims = tuple(cite_sentences(question, answer_text, sources, embedder))
-    answer = Answer(text=answer_text, claims=claims, insufficient=not claims, provider="external")
-    verified = verify_answer(answer, sources, locator_threshold=options.locator_threshold)
-    return Assessment(claims=verified, trust=_trust(answer, verified, pool, options), sources=sources)
+    return assess(question, answer_text, settings=_answer_settings(options), tools=_tools(workspace, options))

@@ -20,7 +20,7 @@ from django.utils import timezone
 from apps.audits.models import AuditEvent, AuditRecord, record_hash
 from apps.audits.services import audit_record_create
 from apps.queries.services import query_answer
-from tests.test_generation import LIGHTHOUSE, lighthouse  # noqa: F401 - the fixture
+from tests.queries.test_generation import LIGHTHOUSE, lighthouse  # noqa: F401 - the fixture
 
 
 def record(workspace, question: str, *, risk="low", confidence=0.8, mode="verified", refused=False, verdicts=(), actor="mia"):

@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from apps.documents import services as documents
 from apps.documents.models import Document, DocumentStatus
-from tests.test_parsing import _bytes, _pdf_bytes, _rezip, _zip_of_zeros
+from tests.pipeline.test_parsing import _bytes, _pdf_bytes, _rezip, _zip_of_zeros
 
 
 def _encrypted_pdf() -> bytes:

@@ -11,9 +11,10 @@ from django.db import connection, transaction
 
 from apps.documents import services
 from apps.documents.models import Chunk, Document, IndexStat, TermStat
+from apps.documents.sql import hybrid_search
 from apps.pipeline.bm25 import K1, B
 from apps.pipeline.embedding import get_embedder
-from apps.pipeline.retrieval import RetrievalParams, hybrid_search
+from apps.pipeline.retrieval import RetrievalParams
 
 CORPUS = {
     "otters.txt": "Sea otters hold hands while they sleep so that they do not drift apart. Otters eat sea urchins.",

@@ -14,7 +14,7 @@ from apps.audits.models import AuditEvent, AuditRecord
 from apps.documents import services as documents
 from apps.queries.services import query_answer
 from apps.workspaces.services import settings_update
-from tests.test_generation import LIGHTHOUSE, lighthouse  # noqa: F401 - the fixture
+from tests.queries.test_generation import LIGHTHOUSE, lighthouse  # noqa: F401 - the fixture
 
 QUESTION = "When was the Skerryvore lighthouse built and how tall is it?"
 

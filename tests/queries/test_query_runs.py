@@ -18,7 +18,7 @@ from apps.queries.services import query_run_create, query_run_execute
 from apps.workspaces.services import settings_providers_update
 from tests.conftest import wait_until
 from tests.fake_services import answer_json
-from tests.test_generation import LIGHTHOUSE, TALL, lighthouse  # noqa: F401 - the fixture
+from tests.queries.test_generation import LIGHTHOUSE, TALL, lighthouse  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

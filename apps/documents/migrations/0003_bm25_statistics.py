@@ -4,7 +4,51 @@ import django.db.models.deletion
 import pgvector.django.sparsevec
 from django.db import migrations, models
 
-from apps.pipeline import bm25
+# Frozen here as it stood when this migration was written: the SQL of apps/documents/sql.py may
+# move on, a migration must not.
+LEXEME_DIM_FUNCTION = """
+CREATE OR REPLACE FUNCTION trustrag_lexeme_dim(lexeme text) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT ('x' || substr(md5(lexeme), 1, 7))::bit(28)::integer + 1 $$;
+"""
+
+INDEX_DOCUMENT = """
+INSERT INTO documents_indexstat (workspace_id, chunk_count, token_total) VALUES (%(workspace)s, 0, 0)
+ON CONFLICT (workspace_id) DO NOTHING;
+SELECT 1 FROM documents_indexstat WHERE workspace_id = %(workspace)s FOR UPDATE;
+
+UPDATE documents_chunk c
+SET token_count = (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(c.search_vector) AS u)
+WHERE c.workspace_id = %(workspace)s AND c.document_id = %(document)s
+;
+
+INSERT INTO documents_termstat (workspace_id, lexeme, df)
+SELECT %(workspace)s, lexeme, df FROM (
+    SELECT u.lexeme, count(*) AS df
+    FROM documents_chunk c, unnest(c.search_vector) AS u
+    WHERE c.workspace_id = %(workspace)s AND c.document_id = %(document)s
+    GROUP BY u.lexeme
+) t
+ON CONFLICT (workspace_id, lexeme) DO UPDATE SET df = documents_termstat.df + EXCLUDED.df;
+UPDATE documents_indexstat s SET chunk_count = s.chunk_count + d.n, token_total = s.token_total + d.tokens
+FROM (SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens FROM documents_chunk
+      WHERE workspace_id = %(workspace)s AND document_id = %(document)s) d
+WHERE s.workspace_id = %(workspace)s;
+
+UPDATE documents_chunk c
+SET bm25 = (
+    SELECT ('{' || coalesce(string_agg(w.dim || ':' || w.weight, ',' ORDER BY w.dim), '') || '}/268435457')::sparsevec
+    FROM (
+        SELECT trustrag_lexeme_dim(u.lexeme) AS dim,
+               sum(cardinality(u.positions) * (0.9 + 1)
+                   / (cardinality(u.positions) + 0.9 * (1 - 0.4 + 0.4 * c.token_count / greatest(s.token_total::float8 / greatest(s.chunk_count, 1), 1)))) AS weight
+        FROM unnest(c.search_vector) AS u
+        GROUP BY 1
+    ) w
+)
+FROM documents_indexstat s
+WHERE s.workspace_id = c.workspace_id AND c.workspace_id = %(workspace)s AND c.document_id = %(document)s
+"""
 
 
 def index_existing_documents(apps, schema_editor):
@@ -12,7 +56,10 @@ def index_existing_documents(apps, schema_editor):
     Document = apps.get_model("documents", "Document")
     with schema_editor.connection.cursor() as cursor:
         for workspace_id, document_id in Document.objects.filter(chunk_count__gt=0).values_list("workspace_id", "id"):
-            bm25.index_document(cursor, workspace_id=workspace_id, document_id=document_id)
+            params = {"workspace": str(workspace_id), "document": str(document_id)}
+            for statement in (part.strip() for part in INDEX_DOCUMENT.split(";\n")):
+                if statement:
+                    cursor.execute(statement, params)
 
 
 class Migration(migrations.Migration):
@@ -22,7 +69,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.RunSQL(bm25.LEXEME_DIM_FUNCTION, "DROP FUNCTION IF EXISTS trustrag_lexeme_dim(text)"),
+        migrations.RunSQL(LEXEME_DIM_FUNCTION, "DROP FUNCTION IF EXISTS trustrag_lexeme_dim(text)"),
         migrations.CreateModel(
             name="IndexStat",
             fields=[

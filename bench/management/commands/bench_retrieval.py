@@ -2,7 +2,7 @@
 
 The corpus goes in through the real upload and ingestion services (extraction, sentence-aware
 chunking with the workspace's settings, batched embedding, chunk writes); every judged query runs
-through `hybrid_search` once per mode. Documents are ranked by their best chunk. See
+through the product's retrieval SQL (`chunk_search`) once per mode. Documents are ranked by their best chunk. See
 BENCHMARKS.md for the fixed interface.
 """
 
@@ -16,14 +16,14 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, transaction
 
 from apps.core.errors import ApplicationError
 from apps.documents.models import Chunk, DocumentStatus
+from apps.documents.selectors import chunk_search
 from apps.documents.services import document_create, document_ingest
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.rerank import get_reranker
-from apps.pipeline.retrieval import RetrievalParams, hybrid_search
+from apps.pipeline.retrieval import RetrievalParams
 from apps.workspaces.models import WorkspaceSettings
 from apps.workspaces.selectors import settings_get
 from bench.common import data_path, emit, percentile, progress, read_jsonl, temporary_workspace
@@ -216,10 +216,7 @@ class Command(BaseCommand):
             embed_ms.append((time.perf_counter() - t0) * 1000)
             for mode in wanted:
                 t0 = time.perf_counter()
-                with transaction.atomic(), connection.cursor() as cursor:
-                    candidates = hybrid_search(
-                        cursor, workspace_id=workspace.pk, question=question, query_vector=query_vector, params=params[mode]
-                    )
+                candidates = chunk_search(workspace=workspace, question=question, query_vector=query_vector, params=params[mode])
                 if mode == "reranked":
                     candidates = _reranked(reranker, question, query_vector, candidates)
                 scores[mode]["ms"].append((time.perf_counter() - t0) * 1000)

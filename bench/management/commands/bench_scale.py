@@ -2,7 +2,7 @@
 
 W temporary workspaces get N chunks in all (see bench.scale for how the texts and vectors
 are made), written through the product's chunk writer; then Q real SciFact questions, each
-scoped to one workspace, run through `hybrid_search` and through the baseline on the same texts
+scoped to one workspace, run through the product's retrieval SQL (`chunk_search`) and through the baseline on the same texts
 and vectors. `index_build_seconds` is the time the chunk writes took (rows, HNSW and GIN index
 inserts, BM25 statistics and vectors) plus the VACUUM (ANALYZE) that settles the indexes after
 them; the product builds no index in one go, it fills them as documents arrive. See
@@ -22,9 +22,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 
 from apps.documents.models import Chunk, Document, DocumentStatus, IndexStat
-from apps.documents.services import _write_chunks
+from apps.documents.selectors import chunk_search
+from apps.documents.services import document_chunks_write
 from apps.pipeline.embedding import get_embedder
-from apps.pipeline.retrieval import RetrievalParams, hybrid_search
+from apps.pipeline.retrieval import RetrievalParams
 from apps.workspaces.models import WorkspaceSettings
 from bench.common import data_path, emit, percentile, progress, read_jsonl, temporary_workspace
 from bench.scale import VECTOR_METHOD, Baseline, ScaledCorpus, build_corpus, embed_in_batches
@@ -160,7 +161,7 @@ def _write(spaces, scaled: ScaledCorpus) -> float:
         pending.update({id(doc): row for doc, row in zip(documents, rows, strict=True)})
     started, written = time.perf_counter(), 0
     for done, doc in enumerate(scaled.documents, start=1):
-        _write_chunks(pending[id(doc)], doc.extracted, doc.drafts, doc.vectors)
+        document_chunks_write(document=pending[id(doc)], extracted=doc.extracted, drafts=doc.drafts, vectors=doc.vectors)
         written += len(doc.drafts)
         if done % WRITE_PROGRESS_EVERY == 0 or done == len(pending):
             elapsed = time.perf_counter() - started
@@ -220,8 +221,9 @@ def _measure(spaces, baseline: Baseline, asked: list[str], vectors: np.ndarray) 
 
 
 def _hybrid(workspace, question: str, vector, params: RetrievalParams, *, exact: bool = False):
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic():
         if exact:
             # No index scan: the dense leg reads the workspace's rows and sorts them all.
-            cursor.execute("SET LOCAL enable_indexscan = off")
-        return hybrid_search(cursor, workspace_id=workspace.pk, question=question, query_vector=vector, params=params)
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL enable_indexscan = off")
+        return chunk_search(workspace=workspace, question=question, query_vector=vector, params=params)

@@ -1,0 +1,306 @@
+"""One answer, stage by stage: the order of the pipeline in one readable function.
+
+`answer()` runs retrieve → rerank → correct → gate → generate → verify → score on plain data,
+with every collaborator passed in (`Tools`) and every setting in force passed in
+(`AnswerSettings`), and returns the whole trace (`AnswerTrace`). It knows no Django: the caller
+(queries.services) loads the workspace's settings, builds the tools, persists the run and writes
+the audit record. `retrieve_and_rerank()` is its first two stages alone, for callers that score
+an answer written elsewhere (`assess()`) or measure retrieval.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+
+import numpy as np
+
+from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
+from apps.pipeline.gate import REFUSAL, GateDecision, confidence_gate
+from apps.pipeline.generation import cite_sentences
+from apps.pipeline.llm_judge import LLMJudge
+from apps.pipeline.prompting import parse_rewrite, rewrite_messages
+from apps.pipeline.providers import GenerationRequest, Router
+from apps.pipeline.rerank import Reranker, Scored
+from apps.pipeline.retrieval import RetrievalParams
+from apps.pipeline.trust import Trust, TrustWeights, source_agreement, trust_score
+from apps.pipeline.types import Answer, Candidate, VerifiedClaim
+from apps.pipeline.verification import verify_answer
+from apps.pipeline.websearch import WebSearchError, as_candidates
+
+VERIFIED, NAIVE = "verified", "naive"
+
+# The retrieval SQL, bound to one workspace by the caller: (question, its vector, params) → candidates.
+Search = Callable[[str, np.ndarray, RetrievalParams], list[Candidate]]
+OnStage = Callable[[str, str, float | None, str], None]  # name, status, ms, detail
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """The settings in force for one answer (a workspace's, with the request's override)."""
+
+    retrieval: RetrievalParams
+    corrective: CorrectiveParams
+    trust: TrustWeights
+    gate_threshold: float
+    rerank_top_n: int
+    locator_threshold: float
+    answer_max_claims: int
+    web_search_enabled: bool = False
+    web_results: int = 5
+
+
+@dataclass(frozen=True)
+class Tools:
+    """The collaborators an answer needs; tests and benchmarks pass their own."""
+
+    embedder: object
+    reranker: Reranker
+    search: Search
+    local_judge: object
+    router: Router | None = None
+    web: object | None = None  # a web search client (`.name`, `.search(query, max_results)`), or None
+    web_missing: str = "no TAVILY_API_KEY is configured"  # why `web` is None, for the trace
+
+
+class StageClock:
+    """Times each stage and reports it as it completes (the Ask page shows them live);
+    `on_text` receives the answer text as it streams."""
+
+    def __init__(self, on_stage: OnStage | None = None, on_text: Callable[[str], None] | None = None):
+        self.timings: dict[str, float] = {}
+        self._on_stage = on_stage or (lambda *args: None)
+        self.text = on_text or (lambda text: None)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[dict]:
+        """A reported stage; set `note["detail"]` inside it."""
+        note: dict = {}
+        with self.timed(name):
+            yield note
+        self.mark(name, "done", note.get("detail", ""))
+
+    @contextmanager
+    def timed(self, name: str) -> Iterator[None]:
+        """A timing only (sub-steps: answerability, refine, web_search)."""
+        started = time.perf_counter()
+        yield
+        self.timings[name] = round((time.perf_counter() - started) * 1000, 2)
+
+    def mark(self, name: str, status: str, detail: str = "") -> None:
+        self._on_stage(name, status, self.timings.get(name), detail)
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    query_vector: np.ndarray
+    candidates: list[Candidate]
+    reranked: list[Scored]
+
+
+@dataclass(frozen=True)
+class AnswerTrace:
+    """Everything an answer's stages saw and decided, in order."""
+
+    question: str
+    mode: str
+    retrieved: Retrieved
+    corrective: dict
+    pool: list[Scored]
+    gate: GateDecision
+    answer: Answer
+    verified: list[VerifiedClaim]
+    attempts: list[dict]
+    trust: Trust
+    reranker: str
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def sources(self) -> list[Candidate]:
+        return [s.candidate for s in self.pool]
+
+
+def answer(question: str, *, mode: str, settings: AnswerSettings, tools: Tools, clock: StageClock | None = None) -> AnswerTrace:
+    """Answer one question in `mode` (verified or naive) and return the whole trace."""
+    clock = clock or StageClock()
+    verified_mode = mode == VERIFIED
+    # 1–2. Retrieve the workspace's candidates and rerank them.
+    retrieved = retrieve_and_rerank(question, settings=settings, tools=tools, clock=clock)
+    # 3. Correct (verified mode): keep what bears on the question, ask the web when retrieval is not Correct.
+    if verified_mode:
+        pool, corrective = _correct(question, retrieved, settings, tools, clock)
+    else:  # naive mode is plain RAG: no correction, no gate
+        pool, corrective = retrieved.reranked[: settings.rerank_top_n], {"applied": False}
+        clock.mark("correct", "skipped", "naive mode")
+    # 4. Gate: refuse before generating when the best passage is not relevant or does not answer.
+    gate = _gate(question, pool, retrieved.reranked, corrective, settings, tools, clock, enabled=verified_mode)
+    # 5–6. Generate from the refined passages and verify every claim against the whole ones.
+    refined = _refine(pool, retrieved.query_vector, corrective, settings, tools, clock)
+    reply, attempts, verified = _generate_and_verify(question, gate, retrieved.query_vector, pool, refined, settings, tools, clock)
+    # 7. Score trust.
+    with clock.stage("score") as note:
+        trust = _trust(reply, verified, pool, settings.trust)
+        note["detail"] = f"confidence {trust.confidence:.0%}, {trust.risk} risk"
+    return AnswerTrace(
+        question, mode, retrieved, corrective, pool, gate, reply, verified, attempts, trust, tools.reranker.name, clock.timings
+    )
+
+
+def retrieve_and_rerank(question: str, *, settings: AnswerSettings, tools: Tools, clock: StageClock | None = None) -> Retrieved:
+    clock = clock or StageClock()
+    with clock.stage("retrieve") as note:
+        query_vector = tools.embedder.embed([question])[0]
+        candidates = tools.search(question, query_vector, settings.retrieval)
+        note["detail"] = f"{len(candidates)} passages"
+    with clock.stage("rerank") as note:
+        reranked = tools.reranker.rerank(question, query_vector, candidates)
+        note["detail"] = f"{tools.reranker.name}" + (f", best {reranked[0].score:.3f}" if reranked else "")
+    return Retrieved(query_vector, candidates, reranked)
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The verdicts and trust score of an answer that was written elsewhere."""
+
+    claims: list
+    trust: Trust
+    sources: list
+
+
+def assess(question: str, answer_text: str, *, settings: AnswerSettings, tools: Tools) -> Assessment:
+    """Score an answer given from outside (an evaluation set, bench_trust) the way `answer` scores
+    its own: retrieve and rerank for the question, cite each sentence of the answer to the
+    retrieved sentence closest to it, verify the claims and compute the trust components."""
+    pool = retrieve_and_rerank(question, settings=settings, tools=tools).reranked[: settings.rerank_top_n]
+    sources = [s.candidate for s in pool]
+    claims = tuple(cite_sentences(question, answer_text, sources, tools.embedder))
+    given = Answer(text=answer_text, claims=claims, insufficient=not claims, provider="external")
+    verified = verify_answer(given, sources, locator_threshold=settings.locator_threshold)
+    return Assessment(claims=verified, trust=_trust(given, verified, pool, settings.trust), sources=sources)
+
+
+def _correct(question: str, retrieved: Retrieved, settings: AnswerSettings, tools: Tools, clock: StageClock):
+    """Corrective RAG: classify retrieval, keep what bears on the question, ask the web when
+    retrieval was not Correct and the workspace allows it. Returns the pool and its trace."""
+    with clock.stage("correct") as note:
+        params, reranked = settings.corrective, retrieved.reranked
+        verdict = classify([s.score for s in reranked], params)
+        kept = keep_for(verdict, reranked, params)
+        trace = {"applied": True, "verdict": verdict, "params": asdict(params), "kept": [s.candidate.chunk_id for s in kept]}
+        web = []
+        if verdict != CORRECT:
+            web, trace["web"] = _web_search(question, retrieved.query_vector, settings, tools, clock)
+        pool = sorted([*kept, *web], key=lambda s: (-s.score, s.candidate.chunk_id))[: settings.rerank_top_n]
+        trace["pool"] = [{"chunk_id": s.candidate.chunk_id, "score": s.score, "web": s.candidate.url is not None} for s in pool]
+        note["detail"] = f"retrieval {verdict}, {len(kept)} passages kept" + (f", {len(web)} from the web" if web else "")
+    return pool, trace
+
+
+def _web_search(question: str, query_vector, settings: AnswerSettings, tools: Tools, clock: StageClock) -> tuple[list, dict]:
+    if not settings.web_search_enabled:
+        return [], {"searched": False, "reason": "web search is off for this workspace"}
+    if tools.web is None:
+        return [], {"searched": False, "reason": tools.web_missing}
+    query, rewrite = _rewrite(question, tools.router)
+    try:
+        with clock.timed("web_search"):
+            results = tools.web.search(query, max_results=settings.web_results)
+    except WebSearchError as exc:
+        return [], {"searched": True, "provider": tools.web.name, "query": query, "rewrite": rewrite, "error": str(exc)}
+    scored = tools.reranker.rerank(question, query_vector, as_candidates(results))
+    found = [{"url": s.candidate.url, "title": s.candidate.document_title, "score": s.score} for s in scored]
+    return scored, {"searched": True, "provider": tools.web.name, "query": query, "rewrite": rewrite, "results": found}
+
+
+def _rewrite(question: str, router: Router) -> tuple[str, dict]:
+    """The web search query: an LLM's rewrite when a provider is configured, else the
+    question's content words."""
+    query, attempts = router.first_reply(rewrite_messages(question), parse_rewrite)
+    used = next((a.provider for a in attempts if a.outcome == "ok"), "local keywords")
+    return query or keyword_rewrite(question), {"by": used, "attempts": [asdict(a) for a in attempts]}
+
+
+def _gate(question, pool, reranked, corrective: dict, settings: AnswerSettings, tools: Tools, clock: StageClock, *, enabled: bool):
+    gate = confidence_gate(
+        [s.score for s in pool],
+        threshold=settings.gate_threshold,
+        enabled=enabled,
+        answerability=_answerability(question, pool, tools.local_judge, clock) if enabled else None,
+        empty_reason=_empty_reason(reranked, corrective),
+    )
+    clock.mark("gate", "done" if gate.enabled else "skipped", gate.reason)
+    return gate
+
+
+def _answerability(question: str, pool: list[Scored], judge, clock: StageClock) -> float | None:
+    """The local judge's belief that the best passage answers the question: the question read
+    as a claim against the passage's sentence the reranker found closest to it (None without a
+    passage). Local on purpose: it is asked of every question, before any provider is paid."""
+    if not pool:
+        return None
+    with clock.timed("answerability"):
+        best = max(pool, key=lambda s: s.score)
+        text = best.candidate.text
+        start = text.find(best.best_sentence) if best.best_sentence else -1
+        span = (start, start + len(best.best_sentence)) if start >= 0 else (0, len(text))
+        probability = judge.support_probability(question, text, *span)
+    return round(probability, 6)
+
+
+def _empty_reason(reranked: list[Scored], corrective: dict) -> str:
+    if not reranked:
+        return "no passage was retrieved"
+    best = max(s.score for s in reranked)
+    lower = corrective.get("params", {}).get("lower", 0.0)
+    web = "" if corrective.get("web", {}).get("results") else " and the web added nothing"
+    return f"retrieval was {corrective.get('verdict', 'incorrect')}: the best relevance {best:.3f} is below the lower threshold {lower:.3f}{web}"
+
+
+def _refine(pool, query_vector, corrective: dict, settings: AnswerSettings, tools: Tools, clock: StageClock) -> dict:
+    """chunk id → the text the generator sees (verified mode strips passages to their strongest
+    sentences); the trace keeps what was kept."""
+    if not corrective.get("applied") or not pool:
+        return {}
+    with clock.timed("refine"):
+        refined = refine(pool, query_vector, tools.embedder, settings.corrective)
+    corrective["refined"] = [
+        {
+            "chunk_id": r.scored.candidate.chunk_id,
+            "kept_sentences": r.kept_sentences,
+            "sentences": r.total_sentences,
+            "whole_chunk": r.whole_chunk,
+            "text": r.text,
+        }
+        for r in refined
+    ]
+    return {r.scored.candidate.chunk_id: r.text for r in refined}
+
+
+def _generate_and_verify(question, gate, query_vector, pool, refined: dict, settings: AnswerSettings, tools: Tools, clock: StageClock):
+    """Generate from the refined texts through the provider router and verify against the
+    whole passages, unless the gate refused: a refusal costs no generation."""
+    if not gate.passed:
+        for name in ("generate", "verify"):
+            clock.mark(name, "skipped", "refused by the confidence gate")
+        return Answer(text=REFUSAL, claims=(), insufficient=True, provider="gate"), [], []
+    sources = [s.candidate for s in pool]
+    seen = [replace(c, text=refined.get(c.chunk_id, c.text)) for c in sources]
+    request = GenerationRequest(question, query_vector, seen, settings.answer_max_claims)
+    with clock.stage("generate") as note:
+        reply, attempts = tools.router.generate(request, clock.text)
+        note["detail"] = " → ".join(f"{a.provider} {a.outcome}" for a in attempts)
+    judge = LLMJudge(tools.router, tools.local_judge) if tools.router.can_chat else tools.local_judge
+    with clock.stage("verify") as note:
+        verified = verify_answer(reply, sources, locator_threshold=settings.locator_threshold, judge=judge)
+        note["detail"] = f"{sum(v.faithful for v in verified)} of {len(verified)} claims faithful, judged by {judge.name}"
+    rows = [asdict(a) | {"purpose": "generate"} for a in attempts]
+    return reply, rows + [asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])], verified
+
+
+def _trust(reply: Answer, verified: list[VerifiedClaim], pool: list[Scored], weights: TrustWeights) -> Trust:
+    retrieval = max((s.score for s in pool), default=None)
+    refused = reply.insufficient and not verified
+    agreement = 0.0 if refused else source_agreement(verified)
+    return trust_score(retrieval=retrieval, agreement=agreement, verified=verified, refused=refused, weights=weights)

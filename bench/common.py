@@ -18,8 +18,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
-from apps.core.tasks import warm_up
 from apps.core.worker import celery_worker_command
+from apps.documents.tasks import warm_up
 from apps.workspaces.models import Workspace
 from apps.workspaces.services import workspace_create, workspace_delete
 from trustrag_site.celery import app
@@ -30,7 +30,7 @@ def temporary_workspace(label: str) -> Iterator[Workspace]:
     """A workspace of its own for one benchmark run, removed (with everything in it) at the end."""
     tag = uuid.uuid4().hex[:10]
     owner = get_user_model().objects.create_user(f"bench-{tag}", password=None)
-    workspace = workspace_create(actor=owner, name=f"bench {label} {tag}", slug=f"bench-{label}-{tag}")
+    workspace = workspace_create(owner=owner, name=f"bench {label} {tag}", slug=f"bench-{label}-{tag}")
     # A benchmark stopped with SIGTERM (a CI limit, a `kill`) still removes its workspace.
     previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from apps.core import embedded
 from apps.core.env import (
     database_from_url,
     env_bool,
@@ -81,15 +82,13 @@ if not SECRET_KEY:
         _key_file.write_text(get_random_secret_key())
     SECRET_KEY = _key_file.read_text().strip()
 
-# --- the embedded default: start what is not configured --------------------
+# --- the embedded default for what is not configured -------------------------
+# Only where they listen: the entry points start them (manage.py, the test bootstrap; see
+# apps.core.embedded), importing the settings starts nothing.
 if _database_url is None:
-    from apps.core.embedded import ensure_postgres
-
-    _database_url = ensure_postgres(VAR_DIR)
+    _database_url = embedded.postgres_url(VAR_DIR)
 if _redis_url is None:
-    from apps.core.embedded import ensure_redis
-
-    _redis_url = ensure_redis(VAR_DIR, EMBEDDED_REDIS_PORT)
+    _redis_url = embedded.redis_url(EMBEDDED_REDIS_PORT)
 
 DATABASES = {"default": database_from_url("DATABASE_URL", _database_url)}
 REDIS_URL = _redis_url

@@ -7,7 +7,8 @@ from rest_framework.response import Response
 from apps.apikeys.models import KEY_ROLE_CHOICES, ApiKey
 from apps.apikeys.selectors import access_apikey, apikey_list
 from apps.apikeys.services import apikey_create, apikey_revoke
-from apps.core.api import WorkspaceAPIView, error_responses
+from apps.core.api import error_responses
+from apps.workspaces.api_base import WorkspaceAPIView
 from apps.workspaces.models import Role
 
 
@@ -37,7 +38,7 @@ class ApiKeyCreateSerializer(serializers.Serializer):
 class ApiKeyListCreateAPI(WorkspaceAPIView):
     """The workspace's API keys (admins and owners); creating one returns its secret once."""
 
-    read_role = write_role = Role.ADMIN
+    read_operation = write_operation = "manage_keys"
     serializer_class = ApiKeySerializer
 
     def get_queryset(self):
@@ -59,7 +60,7 @@ class ApiKeyListCreateAPI(WorkspaceAPIView):
 class ApiKeyDetailAPI(WorkspaceAPIView):
     """One key; DELETE revokes it for good (it stays listed, with `revoked_at`)."""
 
-    read_role = write_role = Role.ADMIN
+    read_operation = write_operation = "manage_keys"
     serializer_class = ApiKeySerializer
 
     @extend_schema(responses={200: ApiKeySerializer} | error_responses(403))

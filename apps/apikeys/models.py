@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from apps.core.credentials import WorkspaceCredential
 from apps.core.models import TenantModel
 from apps.workspaces.models import Role
 
@@ -12,7 +13,7 @@ KEY_ROLES = (Role.ADMIN, Role.MEMBER, Role.VIEWER)
 KEY_ROLE_CHOICES = [(role.value, role.label) for role in KEY_ROLES]
 
 
-class ApiKey(TenantModel):
+class ApiKey(TenantModel, WorkspaceCredential):
     """A workspace API key: shown once at creation, stored only as the SHA-256 of its secret.
 
     `prefix` and `key_hash` are unique across workspaces, not per workspace: the key is what

@@ -3,8 +3,8 @@ from __future__ import annotations
 from django.db.models import F, QuerySet
 
 from apps.apikeys.models import ApiKey
-from apps.core.tenancy import access
 from apps.workspaces.models import Workspace
+from apps.workspaces.tenancy import access
 
 
 def apikey_list(*, workspace: Workspace) -> QuerySet[ApiKey]:

@@ -8,10 +8,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.apikeys.models import KEY_ROLES, ApiKey
-from apps.audits.services import audit_event_record
 from apps.core.errors import ApplicationError
-from apps.core.tenancy import KeyMembership, access, check_role
-from apps.workspaces.models import Membership, Role, Workspace
+from apps.core.events import event_record
+from apps.workspaces.models import Membership, Workspace
+from apps.workspaces.tenancy import KeyMembership, access, require
 
 KEY_PREFIX = "trk_"
 # last_used_at is written at most this often per key, so a busy integration costs no extra
@@ -29,7 +29,7 @@ def apikey_create(*, workspace: Workspace, actor: Membership | KeyMembership | N
 
     `actor` None is the operator at the shell (`manage.py create_api_key`)."""
     if actor is not None:
-        check_role(actor, Role.ADMIN)
+        require(actor, "manage_keys")
     if role not in KEY_ROLES:
         raise ApplicationError(f"A key's role is one of {', '.join(KEY_ROLES)}, not “{role}”.", field="role")
     name = " ".join(name.split())[:100]
@@ -43,20 +43,20 @@ def apikey_create(*, workspace: Workspace, actor: Membership | KeyMembership | N
             workspace=workspace, name=name, role=role, prefix=prefix, key_hash=apikey_hash(secret), created_by=person
         )
         data = {"key": prefix, "name": name, "role": role} | ({} if actor else {"via": "manage.py create_api_key"})
-        audit_event_record(workspace=workspace, actor=person, action="apikey.create", data=data)
+        event_record(workspace=workspace, actor=actor, action="apikey.create", data=data)
     return key, secret
 
 
 def apikey_revoke(*, workspace: Workspace, actor: Membership | KeyMembership, key_id) -> ApiKey:
     """Revoke a key for good; revoking it again changes nothing."""
-    check_role(actor, Role.ADMIN)
+    require(actor, "manage_keys")
     with transaction.atomic():
         key = access(ApiKey, workspace, key_id, ApiKey.objects.select_for_update())
         if key.revoked_at is None:
             key.revoked_at = timezone.now()
             key.save(update_fields=["revoked_at"])
             data = {"key": key.prefix, "name": key.name, "role": key.role}
-            audit_event_record(workspace=workspace, actor=actor.user, action="apikey.revoke", data=data)
+            event_record(workspace=workspace, actor=actor, action="apikey.revoke", data=data)
     return key
 
 

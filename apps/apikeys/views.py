@@ -8,13 +8,12 @@ from django.views.decorators.http import require_POST
 from apps.apikeys.forms import ApiKeyForm
 from apps.apikeys.selectors import apikey_list
 from apps.apikeys.services import apikey_create, apikey_revoke
-from apps.core.tenancy import workspace_view
 from apps.core.views import call_service
-from apps.workspaces.models import Role
+from apps.workspaces.tenancy import workspace_view
 
 
 @never_cache  # the page that shows a new key must not stay in any cache
-@workspace_view(read=Role.ADMIN, write=Role.ADMIN)
+@workspace_view(read="manage_keys", write="manage_keys")
 def api_keys(request):
     form = ApiKeyForm(request.POST or None)
     new_key, secret = None, None
@@ -27,7 +26,7 @@ def api_keys(request):
 
 
 @require_POST
-@workspace_view(read=Role.ADMIN, write=Role.ADMIN)
+@workspace_view(read="manage_keys", write="manage_keys")
 def api_key_revoke(request, key_id):
     key = apikey_revoke(workspace=request.workspace, actor=request.membership, key_id=key_id)
     messages.success(request, f"Key {key.prefix} ({key.name}) revoked: it no longer works.")

@@ -10,8 +10,9 @@ from apps.audits.forms import AuditFilterForm
 from apps.audits.models import AuditRecord
 from apps.audits.selectors import MODES, RISKS, SORTS, VERDICTS, access_audit_record, audit_record_link_ok, audit_record_list
 from apps.audits.views import export_response
-from apps.core.api import WorkspaceAPIView, error_responses
+from apps.core.api import error_responses
 from apps.core.errors import ApplicationError
+from apps.workspaces.api_base import WorkspaceAPIView
 
 FILTER_PARAMETERS = [
     OpenApiParameter("q", str, description="full-text search over questions"),
@@ -90,5 +91,5 @@ class AuditExportAPI(WorkspaceAPIView):
         | error_responses(400),
     )
     def get(self, request, workspace_id, fmt: str):
-        pieces = services.audit_export(workspace=request.workspace, actor=self.person, filters=_filters(request), fmt=fmt)
+        pieces = services.audit_export(workspace=request.workspace, actor=request.membership, filters=_filters(request), fmt=fmt)
         return export_response(pieces, request.workspace, fmt)

@@ -4,8 +4,6 @@ import csv
 import io
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 
 from django.db import transaction
 from django.db.models import F
@@ -14,24 +12,11 @@ from django.db.models.functions import JSONObject
 from apps.audits.models import GENESIS_HASH, AuditEvent, AuditRecord, record_hash
 from apps.audits.selectors import AuditFilters, audit_record_list
 from apps.core.errors import ApplicationError
-from apps.workspaces.models import Workspace
-
-# Who acts when it is not a person: the API sets this to a key's label for the length of a
-# request made with a workspace API key, so that every admin action recorded meanwhile — by
-# any service, present or future — names the key without each one passing it along.
-_acting_label: ContextVar[str] = ContextVar("audit_acting_label", default="")
+from apps.workspaces.models import Membership, Workspace
+from apps.workspaces.tenancy import KeyMembership
 
 
-@contextmanager
-def audit_acting_as(label: str):
-    token = _acting_label.set(label)
-    try:
-        yield
-    finally:
-        _acting_label.reset(token)
-
-
-def audit_record_create(*, workspace: Workspace, actor, actor_label: str, query_run_id, payload: dict) -> AuditRecord:
+def audit_record_create(*, workspace: Workspace, asked_by, actor_label: str, query_run_id, payload: dict) -> AuditRecord:
     """Append one record to the workspace's hash chain.
 
     The workspace row is locked so concurrent answers in one workspace append
@@ -45,16 +30,17 @@ def audit_record_create(*, workspace: Workspace, actor, actor_label: str, query_
         prev_hash = GENESIS_HASH if last is None else last["hash"]
         fields = {"sequence": sequence, "query_run_id": query_run_id, "actor_label": actor_label, "payload": payload}
         digest = record_hash(prev_hash=prev_hash, workspace_id=workspace.pk, **fields)
-        return AuditRecord.objects.create(workspace=workspace, actor=actor, prev_hash=prev_hash, hash=digest, **fields)
+        return AuditRecord.objects.create(workspace=workspace, actor=asked_by, prev_hash=prev_hash, hash=digest, **fields)
 
 
-def audit_event_record(*, workspace: Workspace, actor, action: str, data: dict) -> AuditEvent:
-    """One admin action. Done through an API key, `data["actor_label"]` names the key
-    (`key:<prefix> (<name>)`) and `actor` is None."""
-    label = _acting_label.get()
-    if label:
-        data = {**data, "actor_label": label}
-    return AuditEvent.objects.create(workspace=workspace, actor=actor, action=action, data=data)
+def audit_event_record(*, workspace: Workspace, actor: Membership | KeyMembership | None, action: str, data: dict) -> AuditEvent:
+    """One admin action (every app raises it through `apps.core.events.event_record`). Done
+    through an API key, the event has no user and `data["actor_label"]` names the key
+    (`key:<prefix> (<name>)`); from a management command, `actor` is None."""
+    if isinstance(actor, KeyMembership):
+        data = {**data, "actor_label": actor.label}
+    user = actor.user if actor is not None else None
+    return AuditEvent.objects.create(workspace=workspace, actor=user, action=action, data=data)
 
 
 EXPORT_FORMATS = {"csv": "text/csv; charset=utf-8", "json": "application/json"}

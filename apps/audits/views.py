@@ -7,10 +7,9 @@ from django.utils import timezone
 
 from apps.audits import services
 from apps.audits.forms import AuditFilterForm
-from apps.audits.selectors import access_audit_record, audit_event_list, audit_record_link_ok, audit_record_list
+from apps.audits.selectors import access_audit_record, audit_event_list, audit_record_link_ok, audit_record_list, claim_passages
 from apps.core.errors import ApplicationError
-from apps.core.tenancy import workspace_view
-from apps.queries.selectors import claim_passages
+from apps.workspaces.tenancy import workspace_view
 
 PAGE_SIZE = 25
 
@@ -35,7 +34,7 @@ def audit_export(request, fmt: str):
     if not form.is_valid():
         return HttpResponseBadRequest("; ".join(e for errors in form.errors.values() for e in errors))
     try:
-        pieces = services.audit_export(workspace=request.workspace, actor=request.user, filters=form.filters(), fmt=fmt)
+        pieces = services.audit_export(workspace=request.workspace, actor=request.membership, filters=form.filters(), fmt=fmt)
     except ApplicationError as exc:
         return HttpResponseBadRequest(exc.message)
     return export_response(pieces, request.workspace, fmt)

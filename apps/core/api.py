@@ -1,83 +1,22 @@
-"""The API's base view (tenancy from the URL + credentials) and its one error shape
-(pagination and the rate limit are in api_defaults).
-
-Every workspace endpoint subclasses `WorkspaceAPIView`: it resolves request.workspace and
-request.membership from `workspace_id` in the URL and the credentials (a person's session or
-token, or a workspace API key), and checks the role for the method. A new endpoint sets
-`read_role` / `write_role`, takes its queryset from a workspace-scoped selector and calls one
-service with `actor=request.membership` (or `self.person` where the service records a user).
-"""
+"""The API's one error shape (pagination and the rate limit are in api_defaults; the
+workspace API base, which resolves tenancy, is `apps.workspaces.tenancy.WorkspaceAPIView`)."""
 
 from __future__ import annotations
 
 import logging
-from contextlib import ExitStack
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import JsonResponse
 from drf_spectacular.utils import OpenApiResponse
-from rest_framework import exceptions, generics, mixins, serializers
+from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from apps.apikeys.models import ApiKey
-from apps.audits.services import audit_acting_as
 from apps.core.errors import ApplicationError
 from apps.core.middleware import DATABASE_DOWN, RETRY_AFTER_S
-from apps.core.tenancy import SAFE_METHODS, KeyMembership, check_role, resolve_key_membership, resolve_membership
-from apps.workspaces.models import Membership, Role
 
 log = logging.getLogger(__name__)
-
-
-class WorkspaceAPIView(generics.GenericAPIView):
-    """Resolves request.workspace and request.membership from `workspace_id` in the URL.
-
-    Not a member, or a key of another workspace → 404 (as if the workspace did not exist);
-    too low a role → 403.
-    """
-
-    read_role = Role.VIEWER
-    write_role = Role.MEMBER
-
-    def dispatch(self, request, *args, **kwargs):
-        with ExitStack() as self.request_scope:  # undoes what `initial` sets up for this request only
-            return super().dispatch(request, *args, **kwargs)
-
-    def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)
-        membership = resolve_api_membership(request, workspace_id=kwargs["workspace_id"])
-        check_role(membership, self.read_role if request.method in SAFE_METHODS else self.write_role)
-        request.workspace = membership.workspace
-        request.membership = membership
-        if isinstance(membership, KeyMembership):
-            self.request_scope.enter_context(audit_acting_as(membership.api_key.label))
-
-    @property
-    def person(self):
-        """The user to record as the actor: None when an API key is acting (the key is named instead)."""
-        return None if isinstance(self.request.membership, KeyMembership) else self.request.user
-
-    @property
-    def actor_label(self) -> str:
-        """How an answer's audit record names who asked."""
-        if isinstance(self.request.membership, KeyMembership):
-            return self.request.membership.api_key.label
-        return f"api:{self.request.user.get_username()}"
-
-    def list(self, request):
-        """A paginated list of get_queryset(), which must be a workspace-scoped selector."""
-        return mixins.ListModelMixin.list(self, request)
-
-    def get_serializer_context(self):
-        return super().get_serializer_context() | {"workspace": getattr(self.request, "workspace", None)}
-
-
-def resolve_api_membership(request, *, workspace_id) -> Membership | KeyMembership:
-    if isinstance(request.auth, ApiKey):
-        return resolve_key_membership(request.auth, workspace_id=workspace_id)
-    return resolve_membership(request.user, workspace_id=workspace_id)
 
 
 # --- the one error shape --------------------------------------------------------------

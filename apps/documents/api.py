@@ -7,13 +7,13 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
 from apps.core import idempotency
-from apps.core.api import ErrorSerializer, WorkspaceAPIView, error_responses
+from apps.core.api import ErrorSerializer, error_responses
 from apps.core.errors import ApplicationError
 from apps.core.idempotency import idempotent
 from apps.documents import services
 from apps.documents.models import Document, DocumentKind
 from apps.documents.selectors import access_document, document_list
-from apps.workspaces.models import Role
+from apps.workspaces.api_base import WorkspaceAPIView
 
 
 class DocumentSerializer(serializers.ModelSerializer):
@@ -111,7 +111,7 @@ class DocumentListCreateAPI(WorkspaceAPIView):
 
     def _create_one(self, request, upload) -> dict:
         try:
-            document, created = services.document_create_from_upload(workspace=request.workspace, actor=self.person, upload=upload)
+            document, created = services.document_create_from_upload(workspace=request.workspace, actor=request.membership, upload=upload)
         except ApplicationError as exc:
             return {"filename": upload.name, "error": {"code": exc.code, "message": exc.message}}
         return {"filename": upload.name, "created": created, "document": DocumentSerializer(document).data}
@@ -134,7 +134,7 @@ class DocumentDetailAPI(WorkspaceAPIView):
 
     @extend_schema(responses={204: None} | error_responses(403))
     def delete(self, request, workspace_id, document_id):
-        services.document_delete(workspace=request.workspace, actor=self.person, document_id=document_id)
+        services.document_delete(workspace=request.workspace, actor=request.membership, document_id=document_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -143,16 +143,16 @@ class DocumentReindexAPI(WorkspaceAPIView):
 
     @extend_schema(operation_id="documents_reindex", request=None, responses={202: QueuedSerializer} | error_responses(403))
     def post(self, request, workspace_id, document_id):
-        count = services.document_reindex(workspace=request.workspace, actor=self.person, document_id=document_id)
+        count = services.document_reindex(workspace=request.workspace, actor=request.membership, document_id=document_id)
         return Response({"queued": count}, status=status.HTTP_202_ACCEPTED)
 
 
 class WorkspaceReindexAPI(WorkspaceAPIView):
     """POST: queue every settled document of the workspace (admins and owners)."""
 
-    write_role = Role.ADMIN
+    write_operation = "reindex_all"
 
     @extend_schema(operation_id="documents_reindex_all", request=None, responses={202: QueuedSerializer} | error_responses(403))
     def post(self, request, workspace_id):
-        count = services.document_reindex(workspace=request.workspace, actor=self.person)
+        count = services.document_reindex(workspace=request.workspace, actor=request.membership)
         return Response({"queued": count}, status=status.HTTP_202_ACCEPTED)

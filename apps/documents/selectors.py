@@ -3,12 +3,13 @@ from __future__ import annotations
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
-from apps.core.tenancy import access
+from apps.audits.selectors import audit_event_list
 from apps.documents.models import Chunk, Document, DocumentKind
 from apps.documents.sql import hybrid_search
 from apps.pipeline.retrieval import RetrievalParams
 from apps.pipeline.types import Candidate
 from apps.workspaces.models import Workspace
+from apps.workspaces.tenancy import access
 
 
 def document_list(*, workspace: Workspace) -> QuerySet[Document]:
@@ -37,3 +38,13 @@ def chunk_search(*, workspace: Workspace, question: str, query_vector, params: R
     fused by weighted RRF), both legs filtered by the workspace."""
     with transaction.atomic(), connection.cursor() as cursor:
         return hybrid_search(cursor, workspace_id=workspace.pk, question=question, query_vector=query_vector, params=params)
+
+
+def documents_reindex_pending(*, workspace: Workspace) -> bool:
+    """Whether documents were indexed before the last change of chunk size or overlap and
+    the workspace has not been re-indexed since."""
+    change = audit_event_list(workspace=workspace, actions=["settings.update"]).filter(data__reindex_needed=True).first()
+    if change is None:
+        return False
+    reindexed = audit_event_list(workspace=workspace, actions=["document.reindex"]).filter(data__all=True, created_at__gt=change.created_at)
+    return not reindexed.exists() and document_list(workspace=workspace).filter(created_at__lt=change.created_at).exists()

@@ -11,10 +11,9 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from apps.audits.services import audit_event_record
 from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
-from apps.core.tenancy import access
+from apps.core.events import event_record
 from apps.documents.models import Chunk, Document, DocumentStatus
 from apps.documents.sql import index_document, unindex_document
 from apps.pipeline.embedding import get_embedder
@@ -22,6 +21,7 @@ from apps.pipeline.parsing import Extracted, ParseError, check_supported, extrac
 from apps.pipeline.text import chunk_text
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
+from apps.workspaces.tenancy import access, require
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +55,11 @@ def document_create(*, workspace: Workspace, actor, filename: str, data: bytes, 
             filename=filename,
             size_bytes=len(data),
             sha256=digest,
-            uploaded_by=actor,
+            uploaded_by=actor.user if actor is not None else None,
         )
         document.file.save(filename, ContentFile(data), save=False)
         document.save()
-        audit_event_record(
+        event_record(
             workspace=workspace,
             actor=actor,
             action="document.upload",
@@ -95,7 +95,7 @@ def document_delete(*, workspace: Workspace, actor, document_id) -> None:
         with connection.cursor() as cursor:
             unindex_document(cursor, workspace_id=workspace.pk, document_id=document.pk)
         document.delete()
-        audit_event_record(
+        event_record(
             workspace=workspace,
             actor=actor,
             action="document.delete",
@@ -107,8 +107,11 @@ def document_delete(*, workspace: Workspace, actor, document_id) -> None:
 def document_reindex(*, workspace: Workspace, actor, document_id=None) -> int:
     """Queue one document, or every settled document of the workspace, for ingestion again.
 
-    Chunks stay searchable until the new ones replace them in one transaction.
+    Chunks stay searchable until the new ones replace them in one transaction. `actor` None is
+    the operator at the shell.
     """
+    if actor is not None:
+        require(actor, "contribute" if document_id is not None else "reindex_all")
     documents = Document.objects.filter(workspace=workspace, status__in=[DocumentStatus.READY, DocumentStatus.FAILED])
     if document_id is not None:
         documents = documents.filter(pk=access(Document, workspace, document_id).pk)
@@ -117,7 +120,7 @@ def document_reindex(*, workspace: Workspace, actor, document_id=None) -> int:
         Document.objects.filter(pk__in=ids).update(
             status=DocumentStatus.QUEUED, error="", progress_done=0, progress_total=0, attempts=0, updated_at=timezone.now()
         )
-        audit_event_record(
+        event_record(
             workspace=workspace,
             actor=actor,
             action="document.reindex",

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
 from apps.documents import services
+from apps.pipeline.embedding import get_embedder
 from apps.workspaces.models import Workspace
 
 
@@ -26,3 +28,11 @@ def ingest_document(workspace_id: str, document_id: str) -> str:
 @shared_task(ignore_result=True)
 def reap_stuck_documents() -> dict[str, int]:
     return services.documents_reap_stuck()
+
+
+@shared_task
+def warm_up() -> int:
+    """Load the embedding model in this worker process (returns its dimension), so that
+    a measurement taken next does not include the model's load time."""
+    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    return int(embedder.embed(["warm up"]).shape[1])

@@ -5,11 +5,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from apps.core.errors import ApplicationError
-from apps.core.tenancy import workspace_view
 from apps.documents import services
 from apps.documents.forms import UploadForm
 from apps.documents.selectors import document_list
-from apps.workspaces.models import Role
+from apps.workspaces.tenancy import workspace_view
 
 
 @workspace_view()
@@ -29,7 +28,7 @@ def documents(request):
 @require_POST
 @workspace_view()
 def document_delete(request, document_id):
-    services.document_delete(workspace=request.workspace, actor=request.user, document_id=document_id)
+    services.document_delete(workspace=request.workspace, actor=request.membership, document_id=document_id)
     messages.success(request, "Document deleted, with its chunks and its file.")
     return redirect("documents", slug=request.workspace.slug)
 
@@ -37,15 +36,15 @@ def document_delete(request, document_id):
 @require_POST
 @workspace_view()
 def document_reindex(request, document_id):
-    count = services.document_reindex(workspace=request.workspace, actor=request.user, document_id=document_id)
+    count = services.document_reindex(workspace=request.workspace, actor=request.membership, document_id=document_id)
     messages.success(request, "Re-indexing started." if count else "That document is still being ingested; it was left alone.")
     return redirect("documents", slug=request.workspace.slug)
 
 
 @require_POST
-@workspace_view(write=Role.ADMIN)
+@workspace_view(write="reindex_all")
 def documents_reindex_all(request):
-    count = services.document_reindex(workspace=request.workspace, actor=request.user)
+    count = services.document_reindex(workspace=request.workspace, actor=request.membership)
     messages.success(request, f"Re-indexing {count} document(s) with the workspace's current chunking settings.")
     return redirect("documents", slug=request.workspace.slug)
 
@@ -54,7 +53,7 @@ def _upload_all(request, form: UploadForm) -> None:
     """Each file stands alone: one bad file is reported and the others still go in."""
     for upload in form.cleaned_data["files"]:
         try:
-            document, created = services.document_create_from_upload(workspace=request.workspace, actor=request.user, upload=upload)
+            document, created = services.document_create_from_upload(workspace=request.workspace, actor=request.membership, upload=upload)
         except ApplicationError as exc:
             form.add_error("files", exc.message)
             form.too_large = getattr(form, "too_large", False) or exc.status == 413

@@ -6,7 +6,7 @@ from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from apps.core.api import ErrorSerializer, WorkspaceAPIView, error_responses
+from apps.core.api import ErrorSerializer, error_responses
 from apps.core.errors import ApplicationError
 from apps.evals import services
 from apps.evals.models import EvalQuestion, EvalResult, EvalRun, EvalSet
@@ -19,7 +19,7 @@ from apps.evals.selectors import (
     eval_run_report,
     eval_set_list,
 )
-from apps.workspaces.models import Role
+from apps.workspaces.api_base import WorkspaceAPIView
 
 
 class EvalSetSerializer(serializers.ModelSerializer):
@@ -187,7 +187,7 @@ class EvalRunDetailAPI(WorkspaceAPIView):
 class EvalRunApplyAPI(WorkspaceAPIView):
     """POST: apply the run's recommended gate and CRAG thresholds (owners and admins; audited)."""
 
-    write_role = Role.ADMIN
+    write_operation = "apply_evaluation"
 
     @extend_schema(
         request=None,

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from apps.core.tenancy import access
 from apps.evals.chart import sweep_chart
 from apps.evals.gate import (
     ANSWERABLE,
@@ -16,6 +15,7 @@ from apps.evals.gate import (
 )
 from apps.evals.models import EvalQuestion, EvalResult, EvalRun, EvalSet, EvalStatus
 from apps.workspaces.models import Workspace
+from apps.workspaces.tenancy import access
 
 SWEEP = [round(0.02 * i, 2) for i in range(51)]
 

@@ -10,8 +10,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from apps.audits.services import audit_event_record
 from apps.core.errors import ApplicationError
+from apps.core.events import event_record
 from apps.evals.formats import EvalFileError, parse_eval_file
 from apps.evals.gate import contains_gold, normalise
 from apps.evals.models import EvalQuestion, EvalResult, EvalRun, EvalSet, EvalStatus
@@ -21,6 +21,7 @@ from apps.queries.services import query_answer
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
 from apps.workspaces.services import settings_update
+from apps.workspaces.tenancy import require
 
 # --- asking: shared with bench_gate ---------------------------------------------------------
 
@@ -66,7 +67,7 @@ def eval_set_create(*, workspace: Workspace, actor, filename: str, data: bytes, 
         kind, questions = parse_eval_file(filename, data, max_question_chars=settings.QUESTION_MAX_CHARS)
     except EvalFileError as exc:
         raise ApplicationError(f"“{filename}”: {exc}", field="file") from None
-    user = getattr(actor, "user", actor)
+    user = actor.user if actor is not None else None
     with transaction.atomic():
         eval_set = EvalSet.objects.create(
             workspace=workspace,
@@ -89,18 +90,17 @@ def eval_set_create(*, workspace: Workspace, actor, filename: str, data: bytes, 
             for number, q in enumerate(questions, start=1)
         )
         data = {"set": str(eval_set.pk), "name": eval_set.name, "questions": len(questions), "format": kind}
-        audit_event_record(workspace=workspace, actor=user, action="evaluation.set_create", data=data)
+        event_record(workspace=workspace, actor=actor, action="evaluation.set_create", data=data)
     return eval_set
 
 
 def eval_set_delete(*, workspace: Workspace, actor, set_id) -> None:
     """The set with its questions, runs and results (the answers stay in the audit trail)."""
-    user = getattr(actor, "user", actor)
     with transaction.atomic():
         eval_set = access_eval_set(workspace, set_id)
         data = {"set": str(eval_set.pk), "name": eval_set.name}
         eval_set.delete()
-        audit_event_record(workspace=workspace, actor=user, action="evaluation.set_delete", data=data)
+        event_record(workspace=workspace, actor=actor, action="evaluation.set_delete", data=data)
 
 
 # --- evaluation runs --------------------------------------------------------------------------
@@ -111,7 +111,7 @@ def eval_run_create(*, workspace: Workspace, actor, set_id, enqueue: bool = True
     once the transaction commits (or the caller does, with enqueue=False)."""
     from apps.evals.tasks import run_evaluation
 
-    user = getattr(actor, "user", actor)
+    user = actor.user if actor is not None else None
     options = settings_get(workspace=workspace)
     with transaction.atomic():
         eval_set = access_eval_set(workspace, set_id)
@@ -125,7 +125,7 @@ def eval_run_create(*, workspace: Workspace, actor, set_id, enqueue: bool = True
             crag_upper=options.crag_upper,
         )
         data = {"run": str(run.pk), "set": str(eval_set.pk), "name": eval_set.name}
-        audit_event_record(workspace=workspace, actor=user, action="evaluation.run_start", data=data)
+        event_record(workspace=workspace, actor=actor, action="evaluation.run_start", data=data)
         if enqueue:
             transaction.on_commit(lambda: run_evaluation.delay(str(workspace.pk), str(run.pk)))
     return run
@@ -180,7 +180,8 @@ def eval_run_mark_failed(*, workspace: Workspace, run_id, message: str) -> None:
 
 def eval_run_apply(*, workspace: Workspace, actor, run_id) -> dict:
     """Apply what a finished run recommends — gate threshold, CRAG lower and upper — as one
-    audited settings change (owners and admins only, as settings_update checks)."""
+    audited settings change (owners and admins only)."""
+    require(actor, "apply_evaluation")
     run = access_eval_run(workspace, run_id)
     if run.status != EvalStatus.DONE:
         raise ApplicationError("Only a finished evaluation run has a recommendation to apply.", status=409, code="not_finished")
@@ -192,5 +193,5 @@ def eval_run_apply(*, workspace: Workspace, actor, run_id) -> dict:
     with transaction.atomic():
         settings_update(workspace=workspace, actor=actor, changes=values)
         data = {"run": str(run.pk), "set": run.eval_set.name, "applied": values}
-        audit_event_record(workspace=workspace, actor=actor.user, action="evaluation.apply", data=data)
+        event_record(workspace=workspace, actor=actor, action="evaluation.apply", data=data)
     return values

@@ -5,7 +5,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from apps.core.errors import ApplicationError
-from apps.core.tenancy import workspace_view
 from apps.core.views import call_service
 from apps.evals import services
 from apps.evals.forms import EvalSetUploadForm
@@ -19,7 +18,7 @@ from apps.evals.selectors import (
     eval_run_report,
     eval_set_list,
 )
-from apps.workspaces.models import Role
+from apps.workspaces.tenancy import workspace_view
 
 
 @workspace_view()
@@ -84,7 +83,7 @@ def eval_run(request, run_id):
 
 
 @require_POST
-@workspace_view(write=Role.ADMIN)
+@workspace_view(write="apply_evaluation")
 def eval_run_apply(request, run_id):
     try:
         applied = services.eval_run_apply(workspace=request.workspace, actor=request.membership, run_id=run_id)

@@ -5,13 +5,14 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from apps.audits.models import AuditRecord
+from apps.audits.selectors import audit_record_for_run
 from apps.core import idempotency
-from apps.core.api import WorkspaceAPIView, error_responses
+from apps.core.api import error_responses
 from apps.core.idempotency import idempotent
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
 from apps.queries.selectors import access_query_run, query_run_list
 from apps.queries.services import query_answer, query_run_enqueue
+from apps.workspaces.api_base import WorkspaceAPIView
 
 
 class AskSerializer(serializers.Serializer):
@@ -171,7 +172,10 @@ class QueryRunSerializer(serializers.ModelSerializer):
         return {"by": "generator", "reason": f"{run.provider or 'the provider'} found nothing in the sources that answers the question"}
 
     def get_audit_id(self, run) -> str | None:
-        found = AuditRecord.objects.filter(workspace_id=run.workspace_id, query_run_id=run.pk).values_list("pk", flat=True).first()
+        if hasattr(run, "audit_record_id"):  # read with the run by the selectors: no query per row
+            found = run.audit_record_id
+        else:  # a run just answered or queued by this request
+            found = getattr(audit_record_for_run(workspace=run.workspace, query_run_id=run.pk), "pk", None)
         return None if found is None else str(found)
 
     def get_url(self, run) -> str:
@@ -247,7 +251,7 @@ class QueryListCreateAPI(WorkspaceAPIView):
         incoming.is_valid(raise_exception=True)
         options = dict(incoming.validated_data)
         run_async = options.pop("async")
-        ask = {"workspace": request.workspace, "actor": self.person, "actor_label": self.actor_label, **options}
+        ask = {"workspace": request.workspace, "actor": request.membership, "actor_label": self.actor_label, **options}
         if run_async:
             body = QueryRunSerializer(query_run_enqueue(**ask)).data
             return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["url"]})

@@ -1,40 +1,24 @@
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
-from apps.core.tenancy import access
+from apps.audits.models import AuditRecord
 from apps.queries.models import QueryRun
 from apps.workspaces.models import Workspace
+from apps.workspaces.tenancy import access
 
 
 def query_run_list(*, workspace: Workspace, include_evaluation: bool = False) -> QuerySet[QueryRun]:
-    runs = QueryRun.objects.filter(workspace=workspace).select_related("asked_by")
+    """The workspace's runs, each with `audit_record_id` (its answer's audit record, or None)
+    read in the same query."""
+    runs = _with_audit_record_id(QueryRun.objects.filter(workspace=workspace).select_related("asked_by"))
     return runs if include_evaluation else runs.filter(evaluation=False)
 
 
 def access_query_run(workspace: Workspace, run_id) -> QueryRun:
-    return access(QueryRun, workspace, run_id, QueryRun.objects.select_related("asked_by"))
+    return access(QueryRun, workspace, run_id, _with_audit_record_id(QueryRun.objects.select_related("asked_by")))
 
 
-def claim_passages(*, claims: list[dict], sources: list[dict]) -> list[dict]:
-    """Each claim (as stored on a run or in its audit record) numbered from 1, with the passage
-    it cites split around its located quote — `before`, `quote`, `after` — so a page can
-    highlight the quote where it stands. `passage` is None when the claim cites no source
-    shown; `quote` is empty when the quote was not located in it."""
-    by_index = {source.get("index"): source for source in sources}
-    return [
-        claim | {"number": number, "passage": _passage(claim, by_index.get(claim.get("source")))} for number, claim in enumerate(claims, 1)
-    ]
-
-
-def _passage(claim: dict, source: dict | None) -> dict | None:
-    if source is None:
-        return None
-    text, base = source.get("text") or "", source.get("start") or 0
-    passage = {"source": source, "before": text, "quote": "", "after": ""}
-    if claim.get("start") is None or claim.get("end") is None:
-        return passage
-    start, end = claim["start"] - base, claim["end"] - base  # claims carry offsets in the whole document
-    if 0 <= start < end <= len(text):
-        passage |= {"before": text[:start], "quote": text[start:end], "after": text[end:]}
-    return passage
+def _with_audit_record_id(runs: QuerySet[QueryRun]) -> QuerySet[QueryRun]:
+    records = AuditRecord.objects.filter(workspace_id=OuterRef("workspace_id"), query_run_id=OuterRef("pk")).values("pk")[:1]
+    return runs.annotate(audit_record_id=Subquery(records))

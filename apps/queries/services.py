@@ -68,13 +68,14 @@ def query_run_create(
         raise ApplicationError(f"Unknown mode “{mode}”; use verified or naive.", field="mode")
     if threshold_override is not None and not 0 <= threshold_override <= 1:
         raise ApplicationError("threshold_override must be between 0 and 1.", field="threshold_override")
-    label = actor_label or (actor.get_username() if actor else "anonymous")
+    user = actor.user if actor is not None else None
+    label = actor_label or (user.get_username() if user else "anonymous")
     return QueryRun.objects.create(
         workspace=workspace,
         question=question,
         mode=mode,
         threshold_override=threshold_override,
-        asked_by=actor,
+        asked_by=user,
         actor_label=label,
         evaluation=evaluation,
     )
@@ -143,7 +144,7 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
         run.save()
         audit_record_create(
             workspace=workspace,
-            actor=run.asked_by,
+            asked_by=run.asked_by,
             actor_label=run.actor_label,
             query_run_id=run.pk,
             payload=_audit_payload(run, options, answer_settings.retrieval, trace),

@@ -2,20 +2,20 @@ from __future__ import annotations
 
 from django.shortcuts import redirect, render
 
-from apps.audits.selectors import audit_record_for_run
-from apps.core.tenancy import workspace_view
+from apps.audits.selectors import audit_record_for_run, claim_passages
 from apps.core.views import call_service
 from apps.queries.forms import AskForm
-from apps.queries.selectors import access_query_run, claim_passages, query_run_list
+from apps.queries.selectors import access_query_run, query_run_list
 from apps.queries.services import query_run_enqueue
 from apps.workspaces.selectors import settings_get
+from apps.workspaces.tenancy import workspace_view
 
 
 @workspace_view()
 def ask(request):
     form = AskForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        run = call_service(form, query_run_enqueue, workspace=request.workspace, actor=request.user, **form.cleaned_data)
+        run = call_service(form, query_run_enqueue, workspace=request.workspace, actor=request.membership, **form.cleaned_data)
         if run is not None:
             return redirect("answer", slug=request.workspace.slug, run_id=run.pk)
     recent = query_run_list(workspace=request.workspace)[:10]

@@ -4,14 +4,15 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
-from apps.apikeys.models import ApiKey
-from apps.core.api import WorkspaceAPIView, error_responses
+from apps.core.api import error_responses
+from apps.core.credentials import WorkspaceCredential
 from apps.core.errors import ApplicationError
-from apps.core.tenancy import access, resolve_key_membership
 from apps.workspaces import services
+from apps.workspaces.api_base import WorkspaceAPIView
 from apps.workspaces.models import Membership, Role
 from apps.workspaces.selectors import membership_list, membership_list_for_user, settings_get
 from apps.workspaces.services import SETTINGS
+from apps.workspaces.tenancy import access, resolve_key_membership
 
 
 class WorkspaceSerializer(serializers.Serializer):
@@ -35,7 +36,7 @@ class WorkspaceListCreateAPI(generics.GenericAPIView):
     serializer_class = WorkspaceSerializer
 
     def get_queryset(self):
-        if isinstance(self.request.auth, ApiKey):
+        if isinstance(self.request.auth, WorkspaceCredential):
             return [resolve_key_membership(self.request.auth, workspace_id=self.request.auth.workspace_id)]
         return membership_list_for_user(user=self.request.user)
 
@@ -46,11 +47,11 @@ class WorkspaceListCreateAPI(generics.GenericAPIView):
 
     @extend_schema(request=WorkspaceCreateSerializer, responses={201: WorkspaceSerializer} | error_responses(400, 403))
     def post(self, request):
-        if isinstance(request.auth, ApiKey):
+        if isinstance(request.auth, WorkspaceCredential):
             raise ApplicationError("An API key belongs to one workspace and cannot create others.", status=403, code="permission_denied")
         incoming = WorkspaceCreateSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
-        workspace = services.workspace_create(actor=request.user, **incoming.validated_data)
+        workspace = services.workspace_create(owner=request.user, **incoming.validated_data)
         owner = Membership.objects.select_related("workspace").get(workspace=workspace, user=request.user)
         return Response(WorkspaceSerializer(owner).data, status=status.HTTP_201_CREATED)
 
@@ -85,7 +86,7 @@ class MemberRoleSerializer(serializers.Serializer):
 class MemberListCreateAPI(WorkspaceAPIView):
     """Members of the workspace (admins and owners)."""
 
-    read_role = write_role = Role.ADMIN
+    read_operation = write_operation = "manage_members"
     serializer_class = MemberSerializer
 
     def get_queryset(self):
@@ -106,7 +107,7 @@ class MemberListCreateAPI(WorkspaceAPIView):
 class MemberDetailAPI(WorkspaceAPIView):
     """One member: read, change the role (PATCH), remove (DELETE). Only an owner touches owners."""
 
-    read_role = write_role = Role.ADMIN
+    read_operation = write_operation = "manage_members"
     serializer_class = MemberSerializer
 
     @extend_schema(responses={200: MemberSerializer} | error_responses(403))
@@ -147,7 +148,7 @@ class SettingsAPI(WorkspaceAPIView):
     the settings page's validation, and each change is audited from → to."""
 
     serializer_class = WorkspaceSettingsSerializer
-    write_role = Role.ADMIN
+    write_operation = "manage_settings"
 
     @extend_schema(responses={200: WorkspaceSettingsSerializer} | error_responses())
     def get(self, request, workspace_id):

@@ -3,9 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import QuerySet
 
-from apps.audits.selectors import audit_event_list
 from apps.core.crypto import decrypt
-from apps.documents.selectors import document_list
 from apps.pipeline.providers import ProviderSpec
 from apps.workspaces.models import Membership, Workspace, WorkspaceSettings
 
@@ -21,21 +19,6 @@ def membership_list(*, workspace: Workspace) -> QuerySet[Membership]:
 def settings_get(*, workspace: Workspace) -> WorkspaceSettings:
     found, _ = WorkspaceSettings.objects.get_or_create(workspace=workspace)
     return found
-
-
-def settings_history(*, workspace: Workspace) -> QuerySet:
-    """Changes to the workspace's settings and providers, newest first (audit events)."""
-    return audit_event_list(workspace=workspace, actions=["settings."])
-
-
-def settings_reindex_pending(*, workspace: Workspace) -> bool:
-    """Whether documents were indexed before the last change of chunk size or overlap and
-    the workspace has not been re-indexed since."""
-    change = audit_event_list(workspace=workspace, actions=["settings.update"]).filter(data__reindex_needed=True).first()
-    if change is None:
-        return False
-    reindexed = audit_event_list(workspace=workspace, actions=["document.reindex"]).filter(data__all=True, created_at__gt=change.created_at)
-    return not reindexed.exists() and document_list(workspace=workspace).filter(created_at__lt=change.created_at).exists()
 
 
 def provider_specs_get(*, options: WorkspaceSettings) -> list[ProviderSpec]:

@@ -4,22 +4,25 @@ import math
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.core.files.storage import default_storage
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils.text import slugify
 
-from apps.audits.services import audit_event_record
 from apps.core.crypto import encrypt
 from apps.core.errors import ApplicationError
-from apps.core.tenancy import check_role
+from apps.core.events import event_record
 from apps.pipeline.providers import PROVIDERS
 from apps.workspaces.models import Membership, Role, Workspace, WorkspaceSettings
+from apps.workspaces.tenancy import access, require
 
 User = get_user_model()
 CHAT_PROVIDERS = ("groq", "zhipuai")
 
 
-def workspace_create(*, actor, name: str, slug: str = "") -> Workspace:
+def workspace_create(*, owner, name: str, slug: str = "") -> Workspace:
+    """A new workspace owned by `owner` (a user: nobody is a member yet, so no membership acts);
+    its first event names the owner's new membership."""
     name = name.strip()
     if not name:
         raise ApplicationError("Give the workspace a name.", field="name")
@@ -30,15 +33,15 @@ def workspace_create(*, actor, name: str, slug: str = "") -> Workspace:
         with transaction.atomic():
             workspace = Workspace.objects.create(name=name[:120], slug=slug)
             WorkspaceSettings.objects.create(workspace=workspace)
-            Membership.objects.create(workspace=workspace, user=actor, role=Role.OWNER)
-            audit_event_record(workspace=workspace, actor=actor, action="workspace.create", data={"name": workspace.name, "slug": slug})
+            membership = Membership.objects.create(workspace=workspace, user=owner, role=Role.OWNER)
+            event_record(workspace=workspace, actor=membership, action="workspace.create", data={"name": workspace.name, "slug": slug})
     except IntegrityError:
         raise ApplicationError(f"The address “{slug}” is taken; choose another name or slug.", field="slug") from None
     return workspace
 
 
 def membership_add(*, workspace: Workspace, actor: Membership, identifier: str, role: str) -> Membership:
-    check_role(actor, Role.ADMIN)
+    require(actor, "manage_members")
     _check_may_grant(actor, role)
     identifier = identifier.strip()
     user = User.objects.filter(Q(username__iexact=identifier) | Q(email__iexact=identifier), is_active=True).first() if identifier else None
@@ -48,12 +51,12 @@ def membership_add(*, workspace: Workspace, actor: Membership, identifier: str, 
         if Membership.objects.filter(workspace=workspace, user=user).exists():
             raise ApplicationError(f"{user.username} is already a member of {workspace.name}.", field="identifier")
         membership = Membership.objects.create(workspace=workspace, user=user, role=role)
-        audit_event_record(workspace=workspace, actor=actor.user, action="member.add", data={"user": user.username, "role": role})
+        event_record(workspace=workspace, actor=actor, action="member.add", data={"user": user.username, "role": role})
     return membership
 
 
 def membership_change_role(*, workspace: Workspace, actor: Membership, membership_id, role: str) -> Membership:
-    check_role(actor, Role.ADMIN)
+    require(actor, "manage_members")
     _check_may_grant(actor, role)
     with transaction.atomic():
         target = _locked_member(workspace, membership_id)
@@ -63,28 +66,22 @@ def membership_change_role(*, workspace: Workspace, actor: Membership, membershi
         old = target.role
         target.role = role
         target.save(update_fields=["role"])
-        audit_event_record(
-            workspace=workspace, actor=actor.user, action="member.role", data={"user": target.user.username, "from": old, "to": role}
-        )
+        event_record(workspace=workspace, actor=actor, action="member.role", data={"user": target.user.username, "from": old, "to": role})
     return target
 
 
 def membership_remove(*, workspace: Workspace, actor: Membership, membership_id) -> None:
-    check_role(actor, Role.ADMIN)
+    require(actor, "manage_members")
     with transaction.atomic():
         target = _locked_member(workspace, membership_id)
         _check_may_manage(actor, target)
         if target.role == Role.OWNER:
             _check_not_last_owner(workspace, "remove")
         target.delete()
-        audit_event_record(
-            workspace=workspace, actor=actor.user, action="member.remove", data={"user": target.user.username, "role": target.role}
-        )
+        event_record(workspace=workspace, actor=actor, action="member.remove", data={"user": target.user.username, "role": target.role})
 
 
 def _locked_member(workspace: Workspace, membership_id) -> Membership:
-    from apps.core.tenancy import access
-
     # Lock every owner row too, so two concurrent demotions cannot both pass the last-owner check.
     list(Membership.objects.select_for_update().filter(workspace=workspace, role=Role.OWNER))
     return access(Membership, workspace, membership_id, Membership.objects.select_for_update().select_related("user"))
@@ -108,28 +105,28 @@ def _check_not_last_owner(workspace: Workspace, verb: str) -> None:
 
 
 def workspace_delete(*, workspace: Workspace, actor) -> None:
-    """Remove a workspace and everything in it, its audit trail included.
+    """Remove a workspace and everything in it, its audit trail and its stored files included.
 
     The audit table refuses DELETE; this transaction alone lifts that, for the
-    rows of this workspace going with it (see audits migration 0002).
+    rows of this workspace going with it (see audits migration 0002). Every file a workspace
+    holds is stored under `workspaces/<id>/` (see documents.models), removed once committed.
     """
-    from django.db import connection
-
-    from apps.documents.selectors import document_file_names
-
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT set_config('trustrag.allow_audit_purge', 'on', true)")
-        files = document_file_names(workspace=workspace)
+        folder = f"workspaces/{workspace.pk}"
         workspace.delete()
-        transaction.on_commit(lambda: _delete_files(files))
+        transaction.on_commit(lambda: _delete_folder(default_storage, folder))
 
 
-def _delete_files(names: list[str]) -> None:
-    from django.core.files.storage import default_storage
-
-    for name in names:
-        default_storage.delete(name)
+def _delete_folder(storage, folder: str) -> None:
+    if not storage.exists(folder):
+        return
+    folders, files = storage.listdir(folder)
+    for name in files:
+        storage.delete(f"{folder}/{name}")
+    for name in folders:
+        _delete_folder(storage, f"{folder}/{name}")
 
 
 @dataclass(frozen=True)
@@ -184,7 +181,7 @@ def settings_update(*, workspace: Workspace, actor: Membership, changes: dict) -
     no change. What did change is audited, from → to, in the same transaction; a chunking
     change marks the documents as needing a re-index.
     """
-    check_role(actor, Role.ADMIN)
+    require(actor, "manage_settings")
     values = {name: _setting_value(name, value) for name, value in changes.items()}
     with transaction.atomic():
         options = WorkspaceSettings.objects.select_for_update().get(workspace=workspace)
@@ -195,7 +192,7 @@ def settings_update(*, workspace: Workspace, actor: Membership, changes: dict) -
         if changed:
             options.save(update_fields=[*changed, "updated_at"])
             data = {"changes": changed, "reindex_needed": any(name in changed for name in CHUNKING)}
-            audit_event_record(workspace=workspace, actor=actor.user, action="settings.update", data=data)
+            event_record(workspace=workspace, actor=actor, action="settings.update", data=data)
     return options
 
 
@@ -269,7 +266,7 @@ def settings_providers_update(
 ) -> WorkspaceSettings:
     """Set the order of LLM providers and the workspace's own keys. A key is stored encrypted
     and never shown again; the audit event says what changed, never the key."""
-    check_role(actor, Role.ADMIN)
+    require(actor, "manage_settings")
     order = _provider_order(provider_order)
     with transaction.atomic():
         options = WorkspaceSettings.objects.select_for_update().get(workspace=workspace)
@@ -286,7 +283,7 @@ def settings_providers_update(
         options.provider_order = order
         options.save()
         data = {"provider_order": {"from": before or "server default", "to": order or "server default"}, "keys": changed_keys}
-        audit_event_record(workspace=workspace, actor=actor.user, action="settings.providers", data=data)
+        event_record(workspace=workspace, actor=actor, action="settings.providers", data=data)
     return options
 
 

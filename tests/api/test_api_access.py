@@ -13,12 +13,18 @@ from rest_framework.test import APIClient
 
 from apps.apikeys.models import ApiKey
 from apps.apikeys.services import apikey_create, apikey_revoke
-from apps.audits.services import audit_record_create
 from apps.documents.models import Document
 from apps.evals.models import EvalRun, EvalSet
-from apps.queries.models import QueryRun
 from apps.workspaces.models import ROLE_RANK, Membership, Role
-from tests.factories import MembershipFactory, UserFactory
+from tests.factories import (
+    AuditRecordFactory,
+    DocumentFactory,
+    EvalRunFactory,
+    EvalSetFactory,
+    MembershipFactory,
+    QueryRunFactory,
+    UserFactory,
+)
 
 V, M, A = Role.VIEWER, Role.MEMBER, Role.ADMIN
 
@@ -76,14 +82,14 @@ class World:
     def __init__(self, personas):
         a = personas.workspace_a
         self.ws = a.pk
-        self.run = QueryRun.objects.create(workspace=a, question="What is in A?", status="done", answer="Secret of A").pk
+        self.run = QueryRunFactory(workspace=a, question="What is in A?", answer="Secret of A").pk
         self.doc = _document(a, "notes.txt", "0").pk
         self.doomed_doc = _document(a, "doomed.txt", "1").pk
         self.tess = MembershipFactory(workspace=a, user=UserFactory(username="tess"), role=Role.MEMBER).pk
         self.rick = MembershipFactory(workspace=a, user=UserFactory(username="rick"), role=Role.MEMBER).pk
         UserFactory(username="newcomer")
         self.old_key = apikey_create(workspace=a, actor=None, name="old job", role=Role.VIEWER)[0].pk
-        self.record = audit_record_create(workspace=a, actor=None, actor_label="mia", query_run_id=self.run, payload={"question": "?"}).pk
+        self.record = AuditRecordFactory(workspace=a, query_run_id=self.run, payload={"question": "?"}).pk
         self.csv = "csv"
         self.eval_set = _eval_set(a, "kept").pk
         self.doomed_set = _eval_set(a, "doomed").pk
@@ -115,14 +121,14 @@ class World:
 
 
 def _eval_set(workspace, name: str) -> EvalSet:
-    return EvalSet.objects.create(workspace=workspace, name=name, source_format="jsonl", question_count=0)
+    return EvalSetFactory(workspace=workspace, name=name)
 
 
 def _finished_run(workspace, set_id) -> EvalRun:
     """A finished run of one answerable and one unanswerable question: it recommends thresholds."""
     from apps.evals.models import EvalQuestion, EvalResult
 
-    run = EvalRun.objects.create(workspace=workspace, eval_set_id=set_id, status="done", gate_threshold=0.5, crag_lower=0.35)
+    run = EvalRunFactory(eval_set=EvalSet.objects.get(workspace=workspace, pk=set_id))
     for ordinal, (answerable, score) in enumerate([(True, 0.8), (False, None)], start=1):
         question = EvalQuestion.objects.create(
             workspace=workspace, eval_set_id=set_id, ordinal=ordinal, question="?", answerable=answerable
@@ -142,9 +148,7 @@ def _finished_run(workspace, set_id) -> EvalRun:
 
 
 def _document(workspace, name: str, digit: str) -> Document:
-    return Document.objects.create(
-        workspace=workspace, title=name, filename=name, size_bytes=1, sha256=digit * 64, file="x", status="ready"
-    )
+    return DocumentFactory(workspace=workspace, title=name, filename=name, sha256=digit * 64, status="ready")
 
 
 # credential → (how to build its Authorization header, the role it acts with, or the status everything answers)

@@ -4,11 +4,14 @@ trust figures, why it refused if it did, the audit id — and the original desig
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from apps.audits.models import AuditRecord
 from apps.documents import services
+from tests.factories import AuditRecordFactory, QueryRunFactory
 
 BAKERY = "The Rye Street bakery opens at six in the morning. Its sourdough starter is fed twice a day with whole rye flour."
 
@@ -63,3 +66,26 @@ def test_enable_gating_false_is_naive_mode(ask):
     body = ask(question="When does the bakery on Rye Street open?", threshold_override=1.0, enable_gating=False)
     assert body["mode"] == "naive"
     assert body["refusal"] is None
+
+
+def test_the_run_list_reads_audit_ids_with_the_runs_not_a_query_per_row(personas):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {personas.token('viewer')}")
+    url = reverse("api_queries", args=[personas.workspace_a.pk])
+
+    def listing_queries() -> tuple[int, dict]:
+        with CaptureQueriesContext(connection) as captured:
+            body = client.get(url).json()
+        return len(captured), body
+
+    run = QueryRunFactory(workspace=personas.workspace_a)
+    record = AuditRecordFactory(workspace=personas.workspace_a, query_run_id=run.pk)
+    one, body = listing_queries()
+    assert [(r["id"], r["audit_id"]) for r in body["results"]] == [(str(run.pk), str(record.pk))]
+    for _ in range(5):
+        other = QueryRunFactory(workspace=personas.workspace_a)
+        AuditRecordFactory(workspace=personas.workspace_a, query_run_id=other.pk)
+    six, body = listing_queries()
+    assert len(body["results"]) == 6
+    assert all(r["audit_id"] for r in body["results"])
+    assert six == one

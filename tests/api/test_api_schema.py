@@ -15,10 +15,8 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance, status_code_conformance
 
 from apps.apikeys.services import apikey_create
-from apps.documents.models import Document
-from apps.queries.models import QueryRun
 from apps.workspaces.models import Role
-from tests.factories import MembershipFactory, UserFactory
+from tests.factories import DocumentFactory, MembershipFactory, QueryRunFactory, UserFactory
 
 EXAMPLES_PER_OPERATION = 8
 BUDGET_S = 50
@@ -61,8 +59,8 @@ def test_fuzzing_every_operation_from_the_schema_finds_no_server_error(personas,
     secret = apikey_create(workspace=a, actor=None, name="fuzzer", role=Role.ADMIN)[1]
     ids = {
         "workspace_id": str(a.pk),
-        "document_id": str(Document.objects.create(workspace=a, title="t", filename="t.txt", size_bytes=1, sha256="0" * 64, file="x").pk),
-        "run_id": str(QueryRun.objects.create(workspace=a, question="Q?", status="done", answer="A.").pk),
+        "document_id": str(DocumentFactory(workspace=a).pk),
+        "run_id": str(QueryRunFactory(workspace=a).pk),
         "membership_id": str(MembershipFactory(workspace=a, user=UserFactory(username="tess")).pk),
         "key_id": str(apikey_create(workspace=a, actor=None, name="spare", role=Role.VIEWER)[0].pk),
     }

@@ -11,9 +11,8 @@ from rest_framework.test import APIClient
 
 from apps.apikeys.services import apikey_create
 from apps.audits.models import AuditEvent
-from apps.audits.services import audit_record_create
-from apps.queries.models import QueryRun
 from apps.workspaces.models import Role, WorkspaceSettings
+from tests.factories import AuditRecordFactory, QueryRunFactory
 
 
 def client_for(personas, who: str) -> APIClient:
@@ -56,14 +55,8 @@ def test_a_key_changing_settings_is_named_in_the_change_history(personas):
 def test_the_audit_list_filters_and_the_export_streams_what_the_filters_select(personas):
     a = personas.workspace_a
     for question, risk in [("How tall is the lighthouse?", "low"), ("Who baked the bread?", "high")]:
-        run = QueryRun.objects.create(workspace=a, question=question, status="done", risk=risk)
-        audit_record_create(
-            workspace=a,
-            actor=None,
-            actor_label="mia",
-            query_run_id=run.pk,
-            payload={"question": question, "mode": "verified", "trust": {"risk": risk}},
-        )
+        run = QueryRunFactory(workspace=a, question=question, risk=risk)
+        AuditRecordFactory(workspace=a, query_run_id=run.pk, payload={"question": question, "mode": "verified", "trust": {"risk": risk}})
     viewer = client_for(personas, "viewer")
     url = reverse("api_audits", args=[a.pk])
     everything = viewer.get(url).json()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import uuid
 from io import StringIO
 
 import pytest
@@ -15,15 +14,13 @@ from django.db.utils import DatabaseError
 
 from apps.audits.models import AuditRecord
 from apps.audits.selectors import audit_chain_check
-from apps.audits.services import GENESIS_HASH, audit_record_create
+from apps.audits.services import GENESIS_HASH
 from tests.conftest import ROOT, worker_env
+from tests.factories import AuditRecordFactory
 
 
 def append(workspace, n: int) -> list[AuditRecord]:
-    return [
-        audit_record_create(workspace=workspace, actor=None, actor_label="test", query_run_id=uuid.uuid4(), payload={"question": f"q{i}"})
-        for i in range(n)
-    ]
+    return [AuditRecordFactory(workspace=workspace, actor_label="test", payload={"question": f"q{i}"}) for i in range(n)]
 
 
 def test_records_are_chained_per_workspace(personas):

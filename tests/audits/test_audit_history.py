@@ -9,7 +9,6 @@ import json
 import re
 import time
 import tracemalloc
-import uuid
 from pathlib import Path
 
 import pytest
@@ -18,8 +17,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.audits.models import AuditEvent, AuditRecord, record_hash
-from apps.audits.services import audit_record_create
 from apps.queries.services import query_answer
+from tests.factories import AuditRecordFactory
 from tests.queries.test_generation import LIGHTHOUSE, lighthouse  # noqa: F401 - the fixture
 
 
@@ -34,7 +33,7 @@ def record(workspace, question: str, *, risk="low", confidence=0.8, mode="verifi
         "trust": {"retrieval": 0.7, "agreement": 0.6, "grounding": 1.0, "confidence": confidence, "risk": risk},
         "duration_ms": 120,
     }
-    return audit_record_create(workspace=workspace, actor=None, actor_label=actor, query_run_id=uuid.uuid4(), payload=payload)
+    return AuditRecordFactory(workspace=workspace, actor_label=actor, payload=payload)
 
 
 @pytest.fixture
@@ -59,7 +58,7 @@ def shown(client, **params) -> list[int]:
 
 
 def test_an_answers_record_holds_the_whole_trace_and_is_filterable_by_what_the_page_shows(personas, lighthouse):  # noqa: F811
-    run = query_answer(workspace=personas.workspace_a, actor=personas.member.user, question="How tall is the Skerryvore lighthouse?")
+    run = query_answer(workspace=personas.workspace_a, actor=personas.member, question="How tall is the Skerryvore lighthouse?")
     saved = AuditRecord.objects.get(query_run_id=run.pk)
     payload = saved.payload
     assert payload["asked_by"] == {"user": "mia", "label": "mia"}

@@ -21,7 +21,7 @@ TEXT = " ".join(f"Fact number {i} says the river rises by {i} centimetres in spr
 def queued(personas, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         document, _ = services.document_create(
-            workspace=personas.workspace_a, actor=personas.member.user, filename="river.txt", data=TEXT.encode()
+            workspace=personas.workspace_a, actor=personas.member, filename="river.txt", data=TEXT.encode()
         )
     return document
 
@@ -49,7 +49,7 @@ def test_a_second_run_replaces_the_chunks_instead_of_adding_to_them(queued, pers
     document = ingest(queued)
     first = list(Chunk.objects.filter(document=document).order_by("ordinal").values_list("ordinal", "text"))
     with django_capture_on_commit_callbacks(execute=False):
-        services.document_reindex(workspace=personas.workspace_a, actor=personas.member.user, document_id=document.pk)
+        services.document_reindex(workspace=personas.workspace_a, actor=personas.member, document_id=document.pk)
     document = ingest(document)
     assert list(Chunk.objects.filter(document=document).order_by("ordinal").values_list("ordinal", "text")) == first
     assert document.chunk_count == len(first)

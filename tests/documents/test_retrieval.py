@@ -15,6 +15,7 @@ from apps.documents.sql import hybrid_search
 from apps.pipeline.bm25 import K1, B
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.retrieval import RetrievalParams
+from tests.factories import ChunkFactory, DocumentFactory
 
 CORPUS = {
     "otters.txt": "Sea otters hold hands while they sleep so that they do not drift apart. Otters eat sea urchins.",
@@ -106,19 +107,14 @@ def test_a_chunk_of_another_workspace_never_appears_even_when_it_is_the_nearest(
 
 def test_a_selective_workspace_filter_still_returns_k_rows(personas):
     rng = np.random.default_rng(7)
-    document_b = Document.objects.create(
-        workspace=personas.workspace_b, title="noise", filename="n.txt", size_bytes=1, sha256="b" * 64, file="n"
-    )
-    document_a = Document.objects.create(
-        workspace=personas.workspace_a, title="few", filename="f.txt", size_bytes=1, sha256="a" * 64, file="f"
-    )
+    document_b = DocumentFactory(workspace=personas.workspace_b, title="noise")
+    document_a = DocumentFactory(workspace=personas.workspace_a, title="few")
 
     def rows(workspace, document, count):
         vectors = rng.normal(size=(count, 384)).astype(np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
         return [
-            Chunk(workspace=workspace, document=document, ordinal=i, text=f"t{i}", start_offset=0, end_offset=2, embedding=v)
-            for i, v in enumerate(vectors)
+            ChunkFactory.build(workspace=workspace, document=document, ordinal=i, text=f"t{i}", embedding=v) for i, v in enumerate(vectors)
         ]
 
     Chunk.objects.bulk_create(rows(personas.workspace_b, document_b, 3000), batch_size=500)

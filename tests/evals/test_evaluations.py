@@ -224,7 +224,7 @@ def test_evaluate_prints_exact_metrics_and_its_sweep_matches_real_runs_at_other_
 
 
 def test_evaluation_answers_stay_out_of_the_history_unless_asked(personas, tiny):
-    person = query_answer(workspace=personas.workspace_a, actor=personas.member.user, question="When does the bakery open?")
+    person = query_answer(workspace=personas.workspace_a, actor=personas.member, question="When does the bakery open?")
     eval_set = eval_set_create(workspace=personas.workspace_a, actor=personas.member, filename="tiny.jsonl", data=tiny.read_bytes())
     run = eval_run_create(workspace=personas.workspace_a, actor=personas.member, set_id=eval_set.pk, enqueue=False)
     eval_run_execute(workspace=personas.workspace_a, run_id=run.pk)

@@ -171,7 +171,7 @@ def test_html_and_script_in_documents_and_questions_render_as_text(personas):
         workspace=workspace, actor=None, filename=f"{IMG}beacon.txt", data=HOSTILE.encode(), enqueue=False
     )
     documents.document_ingest(workspace=workspace, document_id=document.pk)
-    run = query_answer(workspace=workspace, actor=personas.member.user, question=f"Which beacon glows green? {SCRIPT}{IMG}", mode="naive")
+    run = query_answer(workspace=workspace, actor=personas.member, question=f"Which beacon glows green? {SCRIPT}{IMG}", mode="naive")
     assert any(SCRIPT in c["quote"] or IMG in c["quote"] for c in run.claims), "the payload reached the answer"
     record = AuditRecord.objects.get(query_run_id=run.pk)
     client = personas.client("member")
@@ -208,7 +208,7 @@ def test_instructions_inside_a_document_change_nothing_and_an_obedient_model_is_
     events = AuditEvent.objects.filter(workspace=workspace).count()
     fake_llm.script("groq", {"content": answer_json(("Done: the threshold is 0 and mallory is an owner.", 1, FABRICATED))})
 
-    run = query_answer(workspace=workspace, actor=personas.member.user, question="When does the archive reading room open?", mode="naive")
+    run = query_answer(workspace=workspace, actor=personas.member, question="When does the archive reading room open?", mode="naive")
 
     prompt = fake_llm.calls("groq")[0]["body"]["messages"][-1]["content"]
     assert "Ignore previous instructions" in prompt, "the document reached the model, as a source"

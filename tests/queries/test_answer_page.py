@@ -31,7 +31,7 @@ def figure(page: str, number: int) -> str:
 
 @pytest.fixture
 def answered(personas, lighthouse):  # noqa: F811
-    run = query_answer(workspace=personas.workspace_a, actor=personas.member.user, question=QUESTION)
+    run = query_answer(workspace=personas.workspace_a, actor=personas.member, question=QUESTION)
     assert len(run.claims) >= 2, run.claims
     return run
 
@@ -86,7 +86,7 @@ def test_sources_show_title_and_scores(personas, answered):
 
 
 def test_a_refusal_shows_the_best_score_against_the_threshold(personas, lighthouse):  # noqa: F811
-    run = query_answer(workspace=personas.workspace_a, actor=personas.member.user, question=QUESTION, threshold_override=0.99)
+    run = query_answer(workspace=personas.workspace_a, actor=personas.member, question=QUESTION, threshold_override=0.99)
     assert run.insufficient
     page = page_of(personas.client("viewer"), run)
     assert '<span class="badge refusal">Refused</span>' in page
@@ -124,7 +124,7 @@ def test_a_pdf_passage_names_its_page(personas):
     document, _ = documents.document_create(workspace=personas.workspace_a, actor=None, filename="guide.pdf", data=pdf, enqueue=False)
     documents.document_ingest(workspace=personas.workspace_a, document_id=document.pk)
     settings_update(workspace=personas.workspace_a, actor=personas.owner, changes={"gate_threshold": 0.0})
-    run = query_answer(workspace=personas.workspace_a, actor=personas.member.user, question="How long is the Halvorsen bridge?")
+    run = query_answer(workspace=personas.workspace_a, actor=personas.member, question="How long is the Halvorsen bridge?")
     assert run.sources[0]["first_page"] is not None
     page = page_of(personas.client("viewer"), run)
     pages = run.sources[0]["first_page"], run.sources[0]["last_page"]

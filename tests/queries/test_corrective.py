@@ -83,7 +83,7 @@ def tavily(settings):
 
 
 def ask(personas, question: str):
-    run = query_answer(workspace=personas.workspace_a, actor=personas.member.user, question=question)
+    run = query_answer(workspace=personas.workspace_a, actor=personas.member, question=question)
     return run, AuditRecord.objects.get(query_run_id=run.pk).payload["corrective"]
 
 
@@ -144,7 +144,7 @@ def test_web_search_needs_a_key(personas, bakery, tavily, settings):
 def test_naive_mode_skips_correction(personas, bakery, tavily):
     run = query_answer(
         workspace=personas.workspace_a,
-        actor=personas.member.user,
+        actor=personas.member,
         question="What is the orbital period of Neptune's moon Triton?",
         mode="naive",
     )

@@ -42,7 +42,7 @@ def test_gate_decisions():
 
 
 def test_verified_mode_refuses_an_off_topic_question_without_generating(personas, bakery):
-    run = query_answer(workspace=personas.workspace_a, actor=personas.member.user, question=OFF_TOPIC)
+    run = query_answer(workspace=personas.workspace_a, actor=personas.member, question=OFF_TOPIC)
     assert run.answer == REFUSAL
     assert run.insufficient
     assert run.provider == "gate"
@@ -58,7 +58,7 @@ def test_verified_mode_refuses_an_off_topic_question_without_generating(personas
 
 def test_naive_mode_skips_the_gate(personas, bakery):
     run = query_answer(
-        workspace=personas.workspace_a, actor=personas.member.user, question="When does the bakery on Rye Street open?", mode="naive"
+        workspace=personas.workspace_a, actor=personas.member, question="When does the bakery on Rye Street open?", mode="naive"
     )
     assert run.gate["enabled"] is False
     assert run.provider == "local"
@@ -66,7 +66,7 @@ def test_naive_mode_skips_the_gate(personas, bakery):
 
 
 def test_an_answerable_question_passes_the_gate(personas, bakery):
-    run = query_answer(workspace=personas.workspace_a, actor=personas.member.user, question="When does the bakery on Rye Street open?")
+    run = query_answer(workspace=personas.workspace_a, actor=personas.member, question="When does the bakery on Rye Street open?")
     assert run.gate["passed"] is True
     assert "six in the morning" in run.answer
 
@@ -97,7 +97,7 @@ def test_api_refuses_a_threshold_override_out_of_range(personas, bad):
 
 
 def test_the_answer_page_says_why_it_refused(personas, bakery):
-    run = query_answer(workspace=personas.workspace_a, actor=personas.member.user, question=OFF_TOPIC)
+    run = query_answer(workspace=personas.workspace_a, actor=personas.member, question=OFF_TOPIC)
     page = personas.client("viewer").get(reverse("answer", args=["acme", run.pk])).content.decode()
     assert "Refused by the confidence gate before any answer was generated" in page
     assert "is below the lower threshold" in page
@@ -106,7 +106,7 @@ def test_the_answer_page_says_why_it_refused(personas, bakery):
 def test_a_relevant_passage_that_does_not_answer_is_refused_on_answerability(personas, bakery):
     """The passage is about the right bakery, and relevant, but names another street: the
     question read as a claim is not supported, so the gate refuses on answerability."""
-    asked = {"workspace": personas.workspace_a, "actor": personas.member.user, "threshold_override": 0.5}
+    asked = {"workspace": personas.workspace_a, "actor": personas.member, "threshold_override": 0.5}
     answered = query_answer(**asked, question="When does the bakery on Rye Street open?")
     assert answered.gate["passed"] is True
     assert answered.gate["answerability"] >= 0.5
@@ -127,7 +127,7 @@ def test_a_relevant_passage_that_does_not_answer_is_refused_on_answerability(per
 
 def test_naive_mode_does_not_judge_answerability(personas, bakery):
     run = query_answer(
-        workspace=personas.workspace_a, actor=personas.member.user, question="When does the bakery on Elm Street open?", mode="naive"
+        workspace=personas.workspace_a, actor=personas.member, question="When does the bakery on Elm Street open?", mode="naive"
     )
     assert run.gate["answerability"] is None
     assert run.insufficient is False

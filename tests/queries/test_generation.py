@@ -43,7 +43,7 @@ def lighthouse(personas):
 
 
 def ask(personas, question="How tall is the Skerryvore lighthouse?", **kwargs):
-    return query_answer(workspace=personas.workspace_a, actor=personas.member.user, question=question, **kwargs)
+    return query_answer(workspace=personas.workspace_a, actor=personas.member, question=question, **kwargs)
 
 
 def generation_calls(fake_llm, provider: str) -> list[dict]:

@@ -12,7 +12,7 @@ from apps.queries.services import query_run_create, query_runs_reap_queued
 
 
 def test_lost_questions_are_sent_again_and_abandoned_ones_fail_with_a_message(personas, settings, django_capture_on_commit_callbacks):
-    ask = {"workspace": personas.workspace_a, "actor": personas.member.user}
+    ask = {"workspace": personas.workspace_a, "actor": personas.member}
     fresh, lost, abandoned, done = (query_run_create(**ask, question=f"Question {i}?") for i in range(4))
     now = timezone.now()
     QueryRun.objects.filter(pk=lost.pk).update(created_at=now - timedelta(seconds=settings.QUERY_REQUEUE_QUEUED_AFTER_S + 1))

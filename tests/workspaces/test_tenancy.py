@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 import pytest
-from django.urls import reverse
+from django.urls import URLResolver, get_resolver, resolve, reverse
 
 from apps.apikeys.models import ApiKey
 from apps.apikeys.services import apikey_create
-from apps.audits.services import audit_record_create
 from apps.documents.models import Document
 from apps.evals.models import EvalRun, EvalSet
-from apps.queries.models import QueryRun
+from tests.factories import AuditRecordFactory, DocumentFactory, EvalRunFactory, EvalSetFactory, QueryRunFactory
 
 
 @pytest.fixture
 def objects(personas):
     a = personas.workspace_a
-    run = QueryRun.objects.create(workspace=a, question="What is in A?", status="done", answer="Secret of A")
-    doc = Document.objects.create(workspace=a, title="a-notes", filename="a-notes.txt", size_bytes=1, sha256="0" * 64, file="x")
+    run = QueryRunFactory(workspace=a, question="What is in A?", answer="Secret of A")
+    doc = DocumentFactory(workspace=a, title="a-notes")
     key, _ = apikey_create(workspace=a, actor=None, name="CI", role="member")
-    record = audit_record_create(workspace=a, actor=None, actor_label="mia", query_run_id=run.pk, payload={"question": run.question})
-    eval_set = EvalSet.objects.create(workspace=a, name="acme-eval", source_format="jsonl", question_count=1, answerable_count=1)
-    eval_run = EvalRun.objects.create(workspace=a, eval_set=eval_set, status="done", gate_threshold=0.5, crag_lower=0.35)
+    record = AuditRecordFactory(workspace=a, query_run_id=run.pk, payload={"question": run.question})
+    eval_set = EvalSetFactory(workspace=a, name="acme-eval", question_count=1, answerable_count=1)
+    eval_run = EvalRunFactory(eval_set=eval_set)
     return {"run": run, "doc": doc, "membership": personas.member, "key": key, "record": record, "eval_set": eval_set, "eval_run": eval_run}
 
 
@@ -64,12 +63,28 @@ def page_urls(p, o) -> list[tuple[str, str]]:
 
 
 ADMIN_ONLY_PAGES = ("api_keys_page",)
+ADMIN_ONLY_API = ("api_members", "api_member", "api_keys", "api_key")
 
 
 def api_urls(p, o) -> list[tuple[str, str]]:
-    """A sample of the API; test_api_access walks all of it with every kind of credential."""
+    """Every workspace endpoint (test_api_access walks them again with every kind of credential)."""
     ws = p.workspace_a.pk
     return [
+        ("get", reverse("api_workspace", args=[ws])),
+        ("get", reverse("api_members", args=[ws])),
+        ("post", reverse("api_members", args=[ws])),
+        ("get", reverse("api_member", args=[ws, o["membership"].pk])),
+        ("patch", reverse("api_member", args=[ws, o["membership"].pk])),
+        ("delete", reverse("api_member", args=[ws, o["membership"].pk])),
+        ("get", reverse("api_settings", args=[ws])),
+        ("patch", reverse("api_settings", args=[ws])),
+        ("get", reverse("api_audits", args=[ws])),
+        ("get", reverse("api_audit", args=[ws, o["record"].pk])),
+        ("get", reverse("api_audits_export", args=[ws, "csv"])),
+        ("get", reverse("api_keys", args=[ws])),
+        ("post", reverse("api_keys", args=[ws])),
+        ("get", reverse("api_key", args=[ws, o["key"].pk])),
+        ("delete", reverse("api_key", args=[ws, o["key"].pk])),
         ("get", reverse("api_queries", args=[ws])),
         ("post", reverse("api_queries", args=[ws])),
         ("get", reverse("api_query", args=[ws, o["run"].pk])),
@@ -130,7 +145,8 @@ def test_viewer_can_read_but_every_write_is_403(personas, objects):
         assert response.status_code in expected, (method, url, response.status_code)
     for method, url in api_urls(personas, objects):
         response = getattr(client, method)(url, **headers)
-        assert response.status_code == (200 if method == "get" else 403), (method, url, response.status_code)
+        readable = method == "get" and resolve(url).url_name not in ADMIN_ONLY_API
+        assert response.status_code == (200 if readable else 403), (method, url, response.status_code)
     assert Document.objects.filter(pk=objects["doc"].pk, status="queued").exists(), "nothing a viewer tried changed the document"
     assert ApiKey.objects.get(pk=objects["key"].pk).active, "nor the key"
     assert EvalSet.objects.filter(pk=objects["eval_set"].pk).exists(), "nor the evaluation set"
@@ -171,3 +187,32 @@ def test_unknown_workspace_slug_and_malformed_ids_are_404(personas):
     client = personas.client("owner")
     assert client.get("/w/no-such-place/ask/").status_code == 404
     assert client.get("/w/acme/answers/not-a-uuid/").status_code == 404
+
+
+def workspace_routes() -> dict[str, set[str]]:
+    """Every named route of the URLconf that takes a workspace, by kind: pages carry its slug,
+    the API its id."""
+    found: dict[str, set[str]] = {"page": set(), "api": set()}
+
+    def walk(patterns, prefix: str = "") -> None:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif "<slug:slug>" in (route := prefix + str(pattern.pattern)):
+                found["page"].add(pattern.name)
+            elif "<uuid:workspace_id>" in route:
+                found["api"].add(pattern.name)
+
+    walk(get_resolver().url_patterns)
+    return found
+
+
+def test_every_workspace_route_of_the_urlconf_is_in_the_walks(personas, objects):
+    """A new page or endpoint that the walks above miss fails here, not in production."""
+    routes = workspace_routes()
+    walked_pages = {resolve(url).url_name for _, url in page_urls(personas, objects)}
+    walked_api = {resolve(url).url_name for _, url in api_urls(personas, objects)}
+    assert len(routes["page"]) > 20, routes
+    assert len(routes["api"]) > 15, routes
+    assert routes["page"] - walked_pages == set(), "pages missing from the outsider / viewer / anonymous walk"
+    assert routes["api"] - walked_api == set(), "endpoints missing from the outsider / viewer / anonymous walk"

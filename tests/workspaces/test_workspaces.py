@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.urls import reverse
 
 from apps.workspaces.models import Membership, Role, Workspace, WorkspaceSettings
+from tests.factories import AuditRecordFactory
 
 
 def test_creator_of_a_workspace_becomes_its_owner(personas):
@@ -50,19 +51,17 @@ def test_wrong_password_is_refused(personas, client):
 
 
 def test_deleting_a_workspace_removes_everything_in_it_audit_trail_included(personas, django_capture_on_commit_callbacks):
-    import uuid
 
     from django.core.files.storage import default_storage
 
     from apps.audits.models import AuditRecord
-    from apps.audits.services import audit_record_create
     from apps.documents.models import Document
     from apps.documents.services import document_create
     from apps.workspaces.services import workspace_delete
 
     document, _ = document_create(workspace=personas.workspace_a, actor=None, filename="a.txt", data=b"Some text.", enqueue=False)
-    audit_record_create(workspace=personas.workspace_a, actor=None, actor_label="t", query_run_id=uuid.uuid4(), payload={})
-    audit_record_create(workspace=personas.workspace_b, actor=None, actor_label="t", query_run_id=uuid.uuid4(), payload={})
+    AuditRecordFactory(workspace=personas.workspace_a, payload={})
+    AuditRecordFactory(workspace=personas.workspace_b, payload={})
     with django_capture_on_commit_callbacks(execute=True):
         workspace_delete(workspace=personas.workspace_a, actor=None)
     assert not Workspace.objects.filter(slug="acme").exists()

@@ -1,4 +1,5 @@
-"""The one resolver from URL + user to workspace + membership, and the access helper.
+"""Tenancy: the one resolver from URL + credentials to workspace + membership, the page
+decorator and the API base that use it, and the access helper for every object fetch.
 
 A workspace the user is not a member of is answered exactly like one that
 does not exist (404), so outsiders learn nothing from probing slugs or ids.
@@ -10,17 +11,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import wraps
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db import models
 from django.http import Http404, HttpRequest
 
+from apps.core.credentials import WorkspaceCredential
 from apps.workspaces.models import HoldsRole, Membership, Role, Workspace
-
-if TYPE_CHECKING:
-    from apps.apikeys.models import ApiKey
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 M = TypeVar("M", bound=models.Model)
@@ -44,20 +43,49 @@ def resolve_membership(user, *, slug: str | None = None, workspace_id: str | Non
 class KeyMembership(HoldsRole):
     """What a workspace API key holds in its workspace: a role, like a membership, and no person.
 
-    Services that take a membership as `actor` take this too: `user` is None (nobody to name
-    as the actor; the audit trail names the key instead, see audits.services)."""
+    Services take this as `actor` wherever they take a membership: `user` is None (nobody to
+    name), and `label` is what the audit trail names instead."""
 
-    api_key: ApiKey
+    api_key: WorkspaceCredential
     workspace: Workspace
     role: str
     user: None = None
 
+    @property
+    def label(self) -> str:
+        return self.api_key.label
 
-def resolve_key_membership(api_key: ApiKey, *, workspace_id) -> KeyMembership:
+
+def resolve_key_membership(api_key: WorkspaceCredential, *, workspace_id) -> KeyMembership:
     """A key works in its own workspace only; anywhere else it is an outsider (404)."""
     if api_key.workspace_id != _as_uuid(workspace_id):
         raise Http404("No such workspace.")
     return KeyMembership(api_key=api_key, workspace=api_key.workspace, role=api_key.role)
+
+
+# Who may do what, decided here once: each operation's lowest role. Pages (`workspace_view`),
+# API classes (`read_operation` / `write_operation`) and services (`require`) all ask this table;
+# a name it does not hold fails when the view or class is defined.
+OPERATIONS: dict[str, str] = {
+    "read": Role.VIEWER,  # pages, answers, documents, audit trail, evaluations
+    "contribute": Role.MEMBER,  # upload, ask, re-index a document, run an evaluation
+    "manage_members": Role.ADMIN,
+    "manage_settings": Role.ADMIN,  # pipeline settings and providers
+    "manage_keys": Role.ADMIN,  # see, create and revoke API keys
+    "reindex_all": Role.ADMIN,
+    "apply_evaluation": Role.ADMIN,  # an evaluation's recommended thresholds become the settings
+}
+
+
+def require(membership: Membership | KeyMembership, operation: str) -> None:
+    """PermissionDenied (403) unless `membership` may do `operation`."""
+    check_role(membership, OPERATIONS[operation])
+
+
+def operation_role(operation: str) -> str:
+    if operation not in OPERATIONS:
+        raise ImproperlyConfigured(f"Unknown operation “{operation}”: add it to OPERATIONS in apps/workspaces/tenancy.py.")
+    return OPERATIONS[operation]
 
 
 def check_role(membership: Membership | KeyMembership, role: str) -> None:
@@ -65,11 +93,12 @@ def check_role(membership: Membership | KeyMembership, role: str) -> None:
         raise PermissionDenied(f"This needs the {Role(role).label.lower()} role or higher in {membership.workspace.name}.")
 
 
-def workspace_view(*, write: str = Role.MEMBER, read: str = Role.VIEWER) -> Callable:
+def workspace_view(*, write: str = "contribute", read: str = "read") -> Callable:
     """Resolve `slug` from the URL into request.workspace / request.membership.
 
-    Safe methods need `read`, everything else needs `write`.
+    Safe methods need the `read` operation, everything else the `write` one (see OPERATIONS).
     """
+    read, write = operation_role(read), operation_role(write)
 
     def decorator(view: Callable) -> Callable:
         @login_required

@@ -21,12 +21,12 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         with transaction.atomic():
             user, created_user = self._user()
-            workspace = Workspace.objects.filter(slug="demo").first() or workspace_create(actor=user, name="Demo", slug="demo")
-            Membership.objects.get_or_create(workspace=workspace, user=user, defaults={"role": Role.OWNER})
+            workspace = Workspace.objects.filter(slug="demo").first() or workspace_create(owner=user, name="Demo", slug="demo")
+            owner, _ = Membership.objects.get_or_create(workspace=workspace, user=user, defaults={"role": Role.OWNER})
             added = [
                 path.name
                 for path in sorted(DEMO_DIR.glob("*.md"))
-                if document_create(workspace=workspace, actor=user, filename=path.name, data=path.read_bytes())[1]
+                if document_create(workspace=workspace, actor=owner, filename=path.name, data=path.read_bytes())[1]
             ]
         self.stdout.write(
             f"Demo workspace: /w/{workspace.slug}/ — {len(added)} document(s) queued for ingestion"

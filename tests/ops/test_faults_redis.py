@@ -36,15 +36,16 @@ def own_redis(tmp_path):
 
 
 def stack_env(redis_url: str, tmp_path) -> dict[str, str]:
-    """The session's worker environment, on a Redis of the test's own, with reapers that act
-    after 5 s and run every second."""
+    """The session's worker environment, on a Redis of the test's own, with reapers that run
+    every second: documents re-sent after 5 s, the question after 15 s, so that it is answered
+    from the documents rather than racing their ingestion on a busy machine."""
     return worker_env() | {
         "REDIS_URL": redis_url,
         "CELERY_BROKER_URL": redis_url,
         "CELERY_RESULT_BACKEND": redis_url,
         "TRUSTRAG_VAR_DIR": str(tmp_path / "var"),
         "INGEST_REQUEUE_QUEUED_AFTER_S": "5",
-        "QUERY_REQUEUE_QUEUED_AFTER_S": "5",
+        "QUERY_REQUEUE_QUEUED_AFTER_S": "15",
         "REAPER_INTERVAL_S": "1",
         "GROQ_API_KEY": "",
         "ZHIPUAI_API_KEY": "",

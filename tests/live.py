@@ -53,11 +53,12 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def web_server(env: dict[str, str], log: Path, *, threads: int = 8) -> Iterator[str]:
-    """gunicorn serving the project with `env`, as `make run` does; yields its base URL."""
+def web_server(env: dict[str, str], log: Path, *, threads: int = 8, workers: int = 1) -> Iterator[str]:
+    """gunicorn serving the project with `env`, as `make run` does (one process unless told
+    otherwise); yields its base URL."""
     port = free_port()
     cmd = [sys.executable, "-m", "gunicorn", "trustrag_site.wsgi", "--bind", f"127.0.0.1:{port}"]
-    cmd += ["--workers", "1", "--threads", str(threads), "--timeout", "120", "--access-logfile", "-"]
+    cmd += ["--workers", str(workers), "--threads", str(threads), "--timeout", "120", "--access-logfile", "-"]
     with _process(cmd, env, log) as process:
         url = f"http://127.0.0.1:{port}"
         _wait(lambda: _serving(url, process), timeout=60, what="the web server")

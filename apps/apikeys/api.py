@@ -7,6 +7,7 @@ from rest_framework.response import Response
 from apps.apikeys.models import KEY_ROLE_CHOICES, ApiKey
 from apps.apikeys.selectors import access_apikey, apikey_list
 from apps.apikeys.services import apikey_create, apikey_revoke
+from apps.core import strict
 from apps.core.api import error_responses
 from apps.workspaces.api_base import WorkspaceAPIView
 from apps.workspaces.models import Role
@@ -31,8 +32,8 @@ class ApiKeyCreatedSerializer(ApiKeySerializer):
 
 
 class ApiKeyCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=100, help_text="what will use the key, e.g. “CI upload job”")
-    role = serializers.ChoiceField(choices=KEY_ROLE_CHOICES, default=Role.MEMBER)
+    name = strict.TextField(max_length=100, one_line=True, help_text="what will use the key, e.g. “CI upload job”")
+    role = strict.ChoiceField(choices=KEY_ROLE_CHOICES, default=Role.MEMBER)
 
 
 class ApiKeyListCreateAPI(WorkspaceAPIView):

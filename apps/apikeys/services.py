@@ -10,6 +10,7 @@ from django.utils import timezone
 from apps.apikeys.models import KEY_ROLES, ApiKey
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
+from apps.core.text import clean_text
 from apps.workspaces.models import Membership, Workspace
 from apps.workspaces.tenancy import KeyMembership, access, require
 
@@ -32,7 +33,7 @@ def apikey_create(*, workspace: Workspace, actor: Membership | KeyMembership | N
         require(actor, "manage_keys")
     if role not in KEY_ROLES:
         raise ApplicationError(f"A key's role is one of {', '.join(KEY_ROLES)}, not “{role}”.", field="role")
-    name = " ".join(name.split())[:100]
+    name = " ".join(clean_text(name, field="name", max_length=100, one_line=True).split())
     if not name:
         raise ApplicationError("Name the key after what will use it, e.g. “CI upload job”.", field="name")
     prefix = KEY_PREFIX + secrets.token_hex(5)

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from apps.audits.selectors import MODES, RISKS, SORTS, VERDICTS, AuditFilters
+from apps.core.forms import TextField
 
 ANY = [("", "any")]
 SORT_LABELS = {
@@ -16,12 +17,12 @@ SORT_LABELS = {
 class AuditFilterForm(forms.Form):
     """The audit history's filters from a query string (the page's and the export's)."""
 
-    q = forms.CharField(required=False, max_length=200, label="Question", widget=forms.TextInput(attrs={"type": "search"}))
+    q = TextField(required=False, max_length=200, one_line=True, label="Question", widget=forms.TextInput(attrs={"type": "search"}))
     risk = forms.ChoiceField(required=False, choices=ANY + [(r, r.capitalize()) for r in RISKS])
     refused = forms.ChoiceField(required=False, choices=[*ANY, ("yes", "refusals only"), ("no", "answers only")], label="Refused")
     mode = forms.ChoiceField(required=False, choices=ANY + [(m, m.capitalize()) for m in MODES])
     verdict = forms.ChoiceField(required=False, choices=ANY + [(v, v.replace("_", " ")) for v in VERDICTS], label="A claim judged")
-    actor = forms.CharField(required=False, max_length=200, label="Asked by", help_text="user name or API key label")
+    actor = TextField(required=False, max_length=200, one_line=True, label="Asked by", help_text="user name or API key label")
     date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
     date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
     sort = forms.ChoiceField(required=False, choices=[(key, SORT_LABELS[key]) for key in SORTS], label="Sort")

@@ -4,6 +4,7 @@ from django.core.paginator import Paginator
 from django.http import HttpResponseBadRequest, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
+from django.views.decorators.http import require_safe
 
 from apps.audits import services
 from apps.audits.forms import AuditFilterForm
@@ -14,6 +15,7 @@ from apps.workspaces.tenancy import workspace_view
 PAGE_SIZE = 25
 
 
+@require_safe
 @workspace_view()
 def audit_list(request):
     """The audit history; its #results fragment is what the filters re-fetch with htmx."""
@@ -26,6 +28,7 @@ def audit_list(request):
     return render(request, template, {"form": form, "page": page}, status=400 if form.errors else 200)
 
 
+@require_safe
 @workspace_view()
 def audit_export(request, fmt: str):
     """The filtered history as a CSV or JSON download, streamed row by row; the export itself
@@ -48,6 +51,7 @@ def export_response(pieces, workspace, fmt: str) -> StreamingHttpResponse:
     return response
 
 
+@require_safe
 @workspace_view()
 def audit_detail(request, record_id):
     """One answer's whole trace, stage by stage, and whether its link in the chain holds."""
@@ -66,6 +70,7 @@ def audit_detail(request, record_id):
     return render(request, "audits/detail.html", context)
 
 
+@require_safe
 @workspace_view()
 def audit_events(request):
     """Admin actions: members, settings, documents, exports, keys."""

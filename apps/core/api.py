@@ -1,5 +1,6 @@
-"""The API's one error shape (pagination and the rate limit are in api_defaults; the
-workspace API base, which resolves tenancy, is `apps.workspaces.tenancy.WorkspaceAPIView`)."""
+"""The API's one error shape (pagination and the rate limit are in api_defaults, the strict
+input fields in strict; the workspace API base, which resolves tenancy, is
+`apps.workspaces.api_base.WorkspaceAPIView`)."""
 
 from __future__ import annotations
 

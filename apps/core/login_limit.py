@@ -1,38 +1,46 @@
-"""Failed logins counted per username and address in Redis: past LOGIN_MAX_FAILURES within
+"""Login attempts counted per username and address in Redis: past LOGIN_MAX_FAILURES within
 LOGIN_LOCKOUT_S that pair is refused (429) until the window ends. Guessing one person's password
-from one address is stopped; the person can still log in from elsewhere."""
+from one address is stopped; the person can still log in from elsewhere.
+
+The username is counted as Django's login form reads it (stripped, NFKC-normalised, so "ｒｔ＿ｌｏｃｋｍｅ"
+is "rt_lockme") and with its case folded: every spelling that reaches one account shares one
+budget. Each attempt is counted atomically *before* the password is checked (a success clears
+the count), so parallel guesses cannot all slip in before the first failure is recorded."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import unicodedata
 
 from django.conf import settings
+from django.contrib.auth.forms import UsernameField
 from django.core.cache import caches
+
+from apps.core.ratelimit import count_hit
 
 log = logging.getLogger(__name__)
 
 
+def login_username(username: str) -> str:
+    """The account a login attempt is for: the login form's own reading of the name (what
+    Django looks the user up by), case-folded."""
+    read = UsernameField().to_python(username) or ""
+    return unicodedata.normalize("NFKC", read.casefold())
+
+
 def login_key(username: str, address: str) -> str:
-    digest = hashlib.sha256(f"{username.strip().casefold()}\0{address}".encode()).hexdigest()[:32]
+    digest = hashlib.sha256(f"{login_username(username)}\0{address}".encode("utf-8", "replace")).hexdigest()[:32]
     return f"login-failures:{digest}"
 
 
-def login_blocked(key: str) -> bool:
+def login_attempt_allowed(key: str) -> bool:
+    """Count this attempt; False once it is past the allowed failures."""
     try:
-        return (caches["throttle"].get(key) or 0) >= settings.LOGIN_MAX_FAILURES
+        return count_hit(key, ttl_s=settings.LOGIN_LOCKOUT_S) <= settings.LOGIN_MAX_FAILURES
     except Exception:  # Redis down: let people log in rather than lock everyone out (healthz reports it)
         log.warning("login limit not checked: the throttle cache is unreachable")
-        return False
-
-
-def login_failed(key: str) -> None:
-    cache = caches["throttle"]
-    try:
-        if not cache.add(key, 1, timeout=settings.LOGIN_LOCKOUT_S):
-            cache.incr(key)
-    except Exception:
-        log.warning("failed login not counted: the throttle cache is unreachable")
+        return True
 
 
 def login_succeeded(key: str) -> None:

@@ -11,10 +11,10 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.template.loader import render_to_string
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from apps.core.errors import ApplicationError
-from apps.core.login_limit import login_blocked, login_failed, login_key, login_succeeded
+from apps.core.login_limit import login_attempt_allowed, login_key, login_succeeded
 from apps.core.middleware import DATABASE_DOWN, unavailable
 
 T = TypeVar("T")
@@ -45,7 +45,7 @@ def home(request: HttpRequest):
     return redirect("workspace_list" if request.user.is_authenticated else "login")
 
 
-@require_GET
+@require_safe
 def healthz(request: HttpRequest) -> JsonResponse:
     redis_state = _check_redis()
     # Without the broker a worker ping could only hang on reconnects.
@@ -87,21 +87,18 @@ def _check_worker() -> dict:
 
 
 class LoginView(auth_views.LoginView):
-    """Django's login page, refusing a username + address after too many failed attempts."""
+    """Django's login page, refusing a username + address after too many failed attempts (each
+    attempt is counted before the password is checked; a success clears the count)."""
 
     def post(self, request, *args, **kwargs):
         self.limit_key = login_key(request.POST.get("username", ""), request.META.get("REMOTE_ADDR", ""))
-        if login_blocked(self.limit_key):
+        if not login_attempt_allowed(self.limit_key):
             return self._locked()
         return super().post(request, *args, **kwargs)
 
     def form_valid(self, form):
         login_succeeded(self.limit_key)
         return super().form_valid(form)
-
-    def form_invalid(self, form):
-        login_failed(self.limit_key)
-        return super().form_invalid(form)
 
     def _locked(self):
         minutes = max(1, settings.LOGIN_LOCKOUT_S // 60)

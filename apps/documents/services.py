@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import PurePath
 
@@ -14,6 +15,7 @@ from django.utils import timezone
 from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
+from apps.core.text import safe_filename, storable
 from apps.documents.models import Chunk, Document, DocumentStatus
 from apps.documents.sql import index_document, unindex_document
 from apps.pipeline.embedding import get_embedder
@@ -29,13 +31,13 @@ log = logging.getLogger(__name__)
 def document_create_from_upload(*, workspace: Workspace, actor, upload) -> tuple[Document, bool]:
     """An uploaded file, checked against the size limit before it is read into memory."""
     if upload.size > settings.UPLOAD_MAX_BYTES:
-        raise _too_large(_safe_filename(upload.name))
+        raise _too_large(safe_filename(upload.name))
     return document_create(workspace=workspace, actor=actor, filename=upload.name, data=upload.read())
 
 
 def document_create(*, workspace: Workspace, actor, filename: str, data: bytes, enqueue: bool = True) -> tuple[Document, bool]:
     """Store an upload and queue its ingestion; the same content again returns the existing document."""
-    filename = _safe_filename(filename)
+    filename = safe_filename(filename)
     try:
         check_supported(filename)
     except ParseError as exc:
@@ -80,6 +82,9 @@ def document_ingest(*, workspace: Workspace, document_id) -> Document | None:
         extracted = extract(document.filename, _read(document), max_unzipped_bytes=settings.INGEST_MAX_UNZIPPED_BYTES)
     except ParseError as exc:
         return _mark_failed(document, str(exc))
+    # What the database cannot hold (NUL, lone surrogates from a broken PDF font map) becomes
+    # U+FFFD, one for one, so chunk offsets and citations still point where they did.
+    extracted = replace(extracted, text=storable(extracted.text))
     options = settings_get(workspace=workspace)
     drafts = chunk_text(extracted.text, size=options.chunk_size, overlap=options.chunk_overlap)
     vectors = _embed_with_progress(document, [d.text for d in drafts])
@@ -251,13 +256,3 @@ def _too_large(filename: str) -> ApplicationError:
     limit = settings.UPLOAD_MAX_BYTES
     shown = f"{limit // (1024 * 1024)} MB" if limit >= 1024 * 1024 else f"{limit} bytes"
     return ApplicationError(f"“{filename}” is larger than the {shown} limit.", status=413, code="too_large", field="files")
-
-
-def _safe_filename(filename: str) -> str:
-    """The last path component, without control characters, so names like ../../etc/passwd
-    stay inside the workspace's folder."""
-    name = PurePath((filename or "").replace("\\", "/")).name
-    name = "".join(ch for ch in name if ch.isprintable()).strip().lstrip(".")[:200]
-    if not name:
-        raise ApplicationError("The file has no usable name.", code="bad_name", field="files")
-    return name

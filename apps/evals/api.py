@@ -6,6 +6,7 @@ from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
+from apps.core import strict
 from apps.core.api import ErrorSerializer, error_responses
 from apps.core.errors import ApplicationError
 from apps.evals import services
@@ -50,7 +51,7 @@ class EvalSetDetailSerializer(EvalSetSerializer):
 
 class EvalSetUploadSerializer(serializers.Serializer):
     file = serializers.FileField(help_text="JSONL or CSV (question, answerable, expected_answer?, expected_source?) or SQuAD 2.0 JSON")
-    name = serializers.CharField(required=False, allow_blank=True, max_length=200)
+    name = strict.TextField(required=False, allow_blank=True, max_length=200, one_line=True)
 
 
 class EvalRunSerializer(serializers.ModelSerializer):

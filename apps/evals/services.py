@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
+from apps.core.text import clean_text, safe_filename
 from apps.evals.formats import EvalFileError, parse_eval_file
 from apps.evals.gate import contains_gold, normalise
 from apps.evals.models import EvalQuestion, EvalResult, EvalRun, EvalSet, EvalStatus
@@ -60,7 +61,10 @@ def _cites(run: QueryRun, expected_source: str) -> bool:
 
 def eval_set_create(*, workspace: Workspace, actor, filename: str, data: bytes, name: str = "") -> EvalSet:
     """Parse a JSONL / CSV / SQuAD 2.0 file into a set: all of it or, on the first bad line,
-    nothing (the ApplicationError names the line or JSON path and the field)."""
+    nothing (the ApplicationError names the line or JSON path and the field). The name, the
+    file's name and every text in the file are held to the one text guard."""
+    filename = safe_filename(filename, field="file")
+    name = clean_text(name, field="name", max_length=200, one_line=True).strip() or PurePath(filename).stem[:200]
     if len(data) > settings.UPLOAD_MAX_BYTES:
         raise ApplicationError(f"“{filename}” is over the upload limit.", status=413, code="too_large", field="file")
     try:
@@ -71,7 +75,7 @@ def eval_set_create(*, workspace: Workspace, actor, filename: str, data: bytes, 
     with transaction.atomic():
         eval_set = EvalSet.objects.create(
             workspace=workspace,
-            name=(name.strip() or PurePath(filename).stem)[:200],
+            name=name,
             source_format=kind,
             created_by=user,
             question_count=len(questions),

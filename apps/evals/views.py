@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from apps.core.errors import ApplicationError
 from apps.core.views import call_service
@@ -43,6 +43,7 @@ def evaluations(request):
     return render(request, "evals/list.html", context, status=400 if form.errors else 200)
 
 
+@require_safe
 @workspace_view()
 def eval_set(request, set_id):
     chosen = access_eval_set(request.workspace, set_id)
@@ -69,6 +70,7 @@ def eval_run_start(request, set_id):
     return redirect("eval_run", slug=request.workspace.slug, run_id=run.pk)
 
 
+@require_safe
 @workspace_view()
 def eval_run(request, run_id):
     """A run's progress (htmx polls the #run-body fragment until it settles), then its metrics,

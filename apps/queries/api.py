@@ -6,7 +6,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from apps.audits.selectors import audit_record_for_run
-from apps.core import idempotency
+from apps.core import idempotency, strict
 from apps.core.api import error_responses
 from apps.core.idempotency import idempotent
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
@@ -16,18 +16,16 @@ from apps.workspaces.api_base import WorkspaceAPIView
 
 
 class AskSerializer(serializers.Serializer):
-    question = serializers.CharField(max_length=4000, trim_whitespace=True, required=False)
-    query = serializers.CharField(
-        max_length=4000, trim_whitespace=True, required=False, help_text="the question (the original designs' name)"
-    )
-    mode = serializers.ChoiceField(choices=QueryMode.choices, default=QueryMode.VERIFIED)
-    enable_gating = serializers.BooleanField(required=False, help_text="false is naive mode: no confidence gate")
-    threshold_override = serializers.FloatField(required=False, min_value=0.0, max_value=1.0)
+    question = strict.TextField(max_length=4000, trim_whitespace=True, required=False)
+    query = strict.TextField(max_length=4000, trim_whitespace=True, required=False, help_text="the question (the original designs' name)")
+    mode = strict.ChoiceField(choices=QueryMode.choices, default=QueryMode.VERIFIED)
+    enable_gating = strict.BooleanField(required=False, help_text="false is naive mode: no confidence gate")
+    threshold_override = strict.FloatField(required=False, min_value=0.0, max_value=1.0)
 
     def get_fields(self):
         fields = super().get_fields()
         # "async" is a Python keyword, so the field cannot be declared as a class attribute.
-        fields["async"] = serializers.BooleanField(required=False, default=False, help_text="true: answer 202 with a URL to poll")
+        fields["async"] = strict.BooleanField(required=False, default=False, help_text="true: answer 202 with a URL to poll")
         return fields
 
     def validate(self, data):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import unicodedata
 from dataclasses import asdict, replace
 from datetime import timedelta
 
@@ -14,6 +13,7 @@ from django.utils import timezone
 from apps.audits.services import audit_record_create
 from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
+from apps.core.text import clean_text
 from apps.documents.selectors import chunk_pages_get, chunk_search
 from apps.pipeline.answer import AnswerSettings, AnswerTrace, Assessment, StageClock, Tools, answer, assess
 from apps.pipeline.corrective import CorrectiveParams
@@ -327,14 +327,11 @@ def _pages(c) -> dict:
 
 
 def _clean_question(question: str) -> str:
-    question = " ".join((question or "").split())
+    """The question held to the one text guard (`apps.core.text`), its whitespace collapsed."""
+    question = " ".join(clean_text(question or "", field="question").split())
     if not question:
         raise ApplicationError("Type a question.", field="question")
-    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in question):
-        raise ApplicationError("The question holds control characters or broken Unicode; send plain text.", field="question")
-    if len(question) > settings.QUESTION_MAX_CHARS:
-        raise ApplicationError(f"Questions are limited to {settings.QUESTION_MAX_CHARS} characters.", field="question")
-    return question
+    return clean_text(question, field="question", max_length=settings.QUESTION_MAX_CHARS)
 
 
 def answer_assess(*, workspace: Workspace, question: str, answer_text: str) -> Assessment:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_safe
 
 from apps.audits.selectors import audit_record_for_run, claim_passages
 from apps.core.views import call_service
@@ -22,6 +23,7 @@ def ask(request):
     return render(request, "queries/ask.html", {"form": form, "recent": recent}, status=400 if form.errors else 200)
 
 
+@require_safe
 @workspace_view()
 def answer(request, run_id):
     """The answer as it is worked out (htmx polls the #run fragment), then its claims: the

@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
+from apps.core import strict
 from apps.core.api import error_responses
 from apps.core.credentials import WorkspaceCredential
 from apps.core.errors import ApplicationError
@@ -26,8 +27,8 @@ class WorkspaceSerializer(serializers.Serializer):
 
 
 class WorkspaceCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=120)
-    slug = serializers.SlugField(max_length=60, required=False, allow_blank=True, help_text="made from the name when empty")
+    name = strict.TextField(max_length=120, one_line=True)
+    slug = strict.SlugField(max_length=60, required=False, allow_blank=True, help_text="made from the name when empty")
 
 
 class WorkspaceListCreateAPI(generics.GenericAPIView):
@@ -75,12 +76,12 @@ class MemberSerializer(serializers.ModelSerializer):
 
 
 class MemberAddSerializer(serializers.Serializer):
-    identifier = serializers.CharField(max_length=254, help_text="username or e-mail of an existing user")
-    role = serializers.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+    identifier = strict.TextField(max_length=254, one_line=True, help_text="username or e-mail of an existing user")
+    role = strict.ChoiceField(choices=Role.choices, default=Role.MEMBER)
 
 
 class MemberRoleSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=Role.choices)
+    role = strict.ChoiceField(choices=Role.choices)
 
 
 class MemberListCreateAPI(WorkspaceAPIView):
@@ -131,7 +132,7 @@ class MemberDetailAPI(WorkspaceAPIView):
 
 
 def _settings_fields() -> dict:
-    kinds = {bool: serializers.BooleanField, int: serializers.IntegerField, float: serializers.FloatField}
+    kinds = {bool: strict.BooleanField, int: strict.IntegerField, float: strict.FloatField}
     fields = {}
     for name, setting in SETTINGS.items():
         bounds = {} if setting.kind is bool else {"min_value": setting.low, "max_value": setting.high}
@@ -140,7 +141,7 @@ def _settings_fields() -> dict:
 
 
 # One field per changeable setting, with its type and range, for the schema and for reading.
-WorkspaceSettingsSerializer = type("WorkspaceSettingsSerializer", (serializers.Serializer,), _settings_fields())
+WorkspaceSettingsSerializer = type("WorkspaceSettingsSerializer", (serializers.Serializer,), {"__module__": __name__, **_settings_fields()})
 
 
 class SettingsAPI(WorkspaceAPIView):

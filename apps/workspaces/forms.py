@@ -2,17 +2,18 @@ from __future__ import annotations
 
 from django import forms
 
+from apps.core.forms import TextField
 from apps.workspaces.models import Role, WorkspaceSettings
 from apps.workspaces.services import SETTINGS
 
 
 class WorkspaceCreateForm(forms.Form):
-    name = forms.CharField(max_length=120)
+    name = TextField(max_length=120, one_line=True, label="Name")
     slug = forms.SlugField(max_length=60, required=False, help_text="Used in the address; made from the name when empty.")
 
 
 class MemberAddForm(forms.Form):
-    identifier = forms.CharField(label="Username or e-mail", max_length=254)
+    identifier = TextField(label="Username or e-mail", max_length=254, one_line=True)
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
 
 
@@ -78,19 +79,25 @@ def _field(setting) -> forms.Field:
 
 
 class ProvidersForm(forms.Form):
-    provider_order = forms.CharField(
+    provider_order = TextField(
         required=False,
         max_length=60,
+        one_line=True,
         label="Provider order",
         help_text="Comma-separated, e.g. “zhipuai, groq”. Local always answers last. Empty: every provider with a key, Groq first.",
     )
-    groq_api_key = forms.CharField(
-        required=False, max_length=300, label="Groq API key", widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"})
-    )
-    clear_groq = forms.BooleanField(required=False, label="Remove the workspace's Groq key")
-    zhipuai_api_key = forms.CharField(
+    groq_api_key = TextField(
         required=False,
         max_length=300,
+        one_line=True,
+        label="Groq API key",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+    )
+    clear_groq = forms.BooleanField(required=False, label="Remove the workspace's Groq key")
+    zhipuai_api_key = TextField(
+        required=False,
+        max_length=300,
+        one_line=True,
         label="ZhipuAI API key",
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
     )

@@ -12,6 +12,7 @@ from django.utils.text import slugify
 from apps.core.crypto import encrypt
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
+from apps.core.text import clean_text, kind_of, short
 from apps.pipeline.providers import PROVIDERS
 from apps.workspaces.models import Membership, Role, Workspace, WorkspaceSettings
 from apps.workspaces.tenancy import access, require
@@ -23,15 +24,15 @@ CHAT_PROVIDERS = ("groq", "zhipuai")
 def workspace_create(*, owner, name: str, slug: str = "") -> Workspace:
     """A new workspace owned by `owner` (a user: nobody is a member yet, so no membership acts);
     its first event names the owner's new membership."""
-    name = name.strip()
+    name = clean_text(name, field="name", max_length=120, one_line=True).strip()
     if not name:
         raise ApplicationError("Give the workspace a name.", field="name")
-    slug = slugify(slug or name)[:60]
+    slug = slugify(clean_text(slug, field="slug", max_length=60, one_line=True) or name)[:60]
     if not slug:
         raise ApplicationError("The name needs at least one letter or digit to make a URL from.", field="name")
     try:
         with transaction.atomic():
-            workspace = Workspace.objects.create(name=name[:120], slug=slug)
+            workspace = Workspace.objects.create(name=name, slug=slug)
             WorkspaceSettings.objects.create(workspace=workspace)
             membership = Membership.objects.create(workspace=workspace, user=owner, role=Role.OWNER)
             event_record(workspace=workspace, actor=membership, action="workspace.create", data={"name": workspace.name, "slug": slug})
@@ -43,7 +44,7 @@ def workspace_create(*, owner, name: str, slug: str = "") -> Workspace:
 def membership_add(*, workspace: Workspace, actor: Membership, identifier: str, role: str) -> Membership:
     require(actor, "manage_members")
     _check_may_grant(actor, role)
-    identifier = identifier.strip()
+    identifier = clean_text(identifier, field="identifier", max_length=254, one_line=True).strip()
     user = User.objects.filter(Q(username__iexact=identifier) | Q(email__iexact=identifier), is_active=True).first() if identifier else None
     if user is None:
         raise ApplicationError(f"No user with the username or e-mail “{identifier}”.", field="identifier")
@@ -199,33 +200,33 @@ def settings_update(*, workspace: Workspace, actor: Membership, changes: dict) -
 def _setting_value(name: str, value):
     setting = SETTINGS.get(name)
     if setting is None:
-        raise ApplicationError(f"“{name}” is not a setting that can be changed here.", field=name)
+        raise ApplicationError(f"“{short(str(name))}” is not a setting that can be changed here.", field=short(str(name)))
     if setting.kind is bool:
         if not isinstance(value, bool):
             raise ApplicationError(f"{setting.label} must be on or off (true or false).", field=name)
         return value
+    kind = "a whole number" if setting.kind is int else "a number"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ApplicationError(f"{setting.label} must be {kind}, not {kind_of(value)}.", field=name)
     number = _number(value, setting.kind)
     if number is None:
-        kind = "a whole number" if setting.kind is int else "a number"
         raise ApplicationError(f"{setting.label} must be {kind}.", field=name)
     if not setting.low <= number <= setting.high:
-        raise ApplicationError(f"{setting.label} must be between {setting.low:g} and {setting.high:g}; {number:g} is not.", field=name)
+        shown = f"{number:g}" if abs(number) < 1e15 else "it"
+        raise ApplicationError(f"{setting.label} must be between {setting.low:g} and {setting.high:g}; {shown} is not.", field=name)
     return number
 
 
-def _number(value, kind: type):
-    """The value as an int or a finite float, from a number or its text; None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    try:
-        number = float(value) if isinstance(value, str | int | float) else None
-    except ValueError:
-        return None
-    if number is None or not math.isfinite(number):
-        return None
+def _number(value: int | float, kind: type):
+    """A number as the setting's kind: an int (from a whole float too) or a finite float; None
+    when it cannot be one. Text is not read as a number here: the page's form parses its text."""
     if kind is int:
-        return int(number) if number.is_integer() else None
-    return number
+        return value if isinstance(value, int) else (int(value) if math.isfinite(value) and value.is_integer() else None)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _check_settings(options: WorkspaceSettings, changed: dict) -> None:

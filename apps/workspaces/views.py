@@ -4,7 +4,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_POST, require_safe
 
 from apps.core.errors import ApplicationError
 from apps.core.views import call_service
@@ -32,6 +32,7 @@ def workspace_list(request):
     return render(request, "workspaces/list.html", {"memberships": memberships, "form": form}, status=400 if form.errors else 200)
 
 
+@require_safe
 @workspace_view()
 def workspace_home(request):
     return redirect("ask", slug=request.workspace.slug)

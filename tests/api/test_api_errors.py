@@ -92,3 +92,15 @@ def test_an_unexpected_failure_is_a_500_in_the_one_shape_and_logged(personas, mo
     assert error_of(response)["code"] == "server_error"
     assert "disk on fire" not in response.content.decode()
     assert "disk on fire" in caplog.text
+
+
+def test_with_the_rate_limit_s_redis_unreachable_requests_are_served_not_failed(personas, settings):
+    from tests.live import free_port
+
+    settings.API_THROTTLE_RATE = "1/min"
+    settings.CACHES = settings.CACHES | {
+        "throttle": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": f"redis://127.0.0.1:{free_port()}/0"}
+    }
+    url = reverse("api_documents", args=[personas.workspace_a.pk])
+    client = keyed(personas)
+    assert [client.get(url).status_code for _ in range(3)] == [200, 200, 200], "nothing counted, nothing refused"

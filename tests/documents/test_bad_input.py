@@ -109,7 +109,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 # (name, raw JSON body) → the statuses it may answer
 QUESTIONS = {
-    "question is a number (read as its text)": ('{"question": 42}', {201}),
+    "question is a number (refused, not read as its text)": ('{"question": 42}', {400}),
     "question is a list": ('{"question": ["a", "b"]}', {400}),
     "question is an object": ('{"question": {"$ne": null}}', {400}),
     "question is null": ('{"question": null}', {400}),

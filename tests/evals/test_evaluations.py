@@ -313,3 +313,69 @@ def test_the_api_uploads_lists_shows_runs_and_deletes_sets(personas):
     assert api.delete(reverse("api_eval_set", args=[ws, body["id"]])).status_code == 204
     assert not EvalRun.objects.exists()
     assert AuditEvent.objects.filter(action__startswith="evaluation.").count() == 3
+
+
+# --- hostile files (issue #20): a 400 naming the line, never a 500, nothing kept --------------------------
+
+DEEP = "[" * 50_000 + "]" * 50_000
+HOSTILE_SETS = {
+    "a NUL byte in a JSONL value": ("set.jsonl", b'{"question": "Who\x00?", "answerable": true}', "Line 1"),
+    "a \\u0000 escape in a JSONL value": (
+        "set.jsonl",
+        b'{"question": "Who\\u0000?", "answerable": true}',
+        "Line 1: “question” holds a NUL",
+    ),
+    "a lone surrogate in a JSONL value": (
+        "set.jsonl",
+        b'{"question": "Who \\ud800?", "answerable": true}',
+        "Line 1: “question” holds broken Unicode",
+    ),
+    "a NUL byte in a CSV value": ("set.csv", b"question,answerable\nWho\x00?,true\n", "Line 2: “question” holds a NUL"),
+    "a control character in an expected answer": (
+        "set.csv",
+        b"question,answerable,expected_answer\nWho?,true,Mara\x07\n",
+        "Line 2: “expected_answer”",
+    ),
+    "a JSONL line nested 50,000 deep": ("set.jsonl", DEEP.encode(), "Line 1 is not valid JSON (it nests more than"),
+    "SQuAD JSON nested 50,000 deep": ("dev.json", ('{"data": ' + DEEP + "}").encode(), "nests more than"),
+    "an expected source longer than its column": (
+        "set.jsonl",
+        b'{"question": "Who?", "answerable": true, "expected_source": "' + b"s" * 301 + b'"}',
+        "longer than 300",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", HOSTILE_SETS, ids=list(HOSTILE_SETS))
+def test_a_hostile_evaluation_file_is_a_400_naming_its_line_on_the_api_and_the_page(case, personas):
+    filename, data, says = HOSTILE_SETS[case]
+    api = APIClient()
+    api.force_authenticate(personas.member.user)
+    response = api.post(
+        reverse("api_eval_sets", args=[personas.workspace_a.pk]), {"file": SimpleUploadedFile(filename, data)}, format="multipart"
+    )
+    assert response.status_code == 400, response.content[:300]
+    assert says in response.json()["error"]["message"]
+    page = personas.client("member").post(reverse("evaluations", args=["acme"]), {"file": SimpleUploadedFile(filename, data)})
+    assert page.status_code == 400
+    assert says in page.content.decode()
+    assert not EvalSet.objects.exists()
+    assert not EvalQuestion.objects.exists()
+
+
+def test_a_set_name_holding_a_nul_is_refused_on_the_api_and_the_page(personas):
+    data = jsonl([{"question": "Who owns it?", "answerable": True}])
+    api = APIClient()
+    api.force_authenticate(personas.member.user)
+    url = reverse("api_eval_sets", args=[personas.workspace_a.pk])
+    response = api.post(url, {"file": SimpleUploadedFile("set.jsonl", data), "name": "Bakery\x00"}, format="multipart")
+    assert response.status_code == 400
+    assert response.json()["error"]["details"] == {
+        "name": ["“name” holds a NUL character (U+0000), which text cannot hold; send plain text."]
+    }
+    page = personas.client("member").post(
+        reverse("evaluations", args=["acme"]), {"file": SimpleUploadedFile("set.jsonl", data), "name": "Bakery\x00"}
+    )
+    assert page.status_code == 400
+    assert "“Name” holds a NUL character" in page.content.decode()
+    assert not EvalSet.objects.exists()

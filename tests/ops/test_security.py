@@ -146,6 +146,39 @@ def test_a_successful_login_clears_earlier_failures(personas, password, settings
         assert client.post(url, {"username": "olivia", "password": f"again-{i}"}).status_code == 200
 
 
+# Spellings of "rt_lockme" that Django's login form reads as that very name (NFKC) — fullwidth,
+# mathematical bold, circled, modifier letters, a look-alike low line, spaces around it — and a
+# case variant, which reaches no other account and so may share its budget.
+LOOK_ALIKES = ["ｒｔ＿ｌｏｃｋｍｅ", "𝐫𝐭_𝐥𝐨𝐜𝐤𝐦𝐞", "ⓡⓣ_ⓛⓞⓒⓚⓜⓔ", "ʳᵗ_ˡᵒᶜᵏᵐᵉ", "rt﹍lockme", "rt_ℓockme", "  rt_lockme\u3000", "RT_LOCKME"]
+
+
+@pytest.fixture
+def lockme(db, settings):
+    settings.LOGIN_MAX_FAILURES = 5
+    user = UserFactory(username="rt_lockme")
+    caches["throttle"].delete(login_key("rt_lockme", "127.0.0.1"))
+    yield user
+    caches["throttle"].delete(login_key("rt_lockme", "127.0.0.1"))
+
+
+def test_a_look_alike_spelling_of_a_username_logs_in_to_that_account(lockme, password):
+    client = Client()
+    assert client.post(reverse("login"), {"username": "ｒｔ＿ｌｏｃｋｍｅ", "password": password}).status_code == 302
+    assert client.session["_auth_user_id"] == str(lockme.pk), "so it must share the account's lockout"
+
+
+def test_the_lockout_holds_for_every_look_alike_spelling(lockme, password):
+    client, url = Client(), reverse("login")
+    assert {login_key(spelling, "127.0.0.1") for spelling in LOOK_ALIKES} == {login_key("rt_lockme", "127.0.0.1")}
+    failures = [client.post(url, {"username": LOOK_ALIKES[i], "password": f"guess-{i}"}).status_code for i in range(5)]
+    assert failures == [200] * 5, "five failures, each in another spelling, share one budget"
+    for spelling in [*LOOK_ALIKES, "rt_lockme"]:
+        locked = client.post(url, {"username": spelling, "password": password})
+        assert locked.status_code == 429, f"{spelling!r} walked around the lockout"
+        assert "Too many failed attempts" in locked.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
 @pytest.mark.parametrize("weak", ["password", "12345678", "short1", "olivia-research"])
 def test_weak_passwords_are_refused(weak, db):
     user = UserFactory(username="olivia-research")

@@ -135,7 +135,7 @@ def test_changing_the_chunking_asks_for_a_reindex_until_documents_are_reindexed(
 
 def test_the_service_takes_api_style_values_and_names_the_field_at_fault(personas):
     options = settings_update(
-        workspace=personas.workspace_a, actor=personas.admin, changes={"dense_k": "12", "rrf_k": 40.0, "gate_threshold": 1}
+        workspace=personas.workspace_a, actor=personas.admin, changes={"dense_k": 12, "rrf_k": 40.0, "gate_threshold": 1}
     )
     assert (options.dense_k, options.rrf_k, options.gate_threshold) == (12, 40, 1.0)
     for changes, field, message in [
@@ -143,7 +143,9 @@ def test_the_service_takes_api_style_values_and_names_the_field_at_fault(persona
         ({"web_search_enabled": "yes"}, "web_search_enabled", "Web search must be on or off (true or false)."),
         ({"dense_k": 2.5}, "dense_k", "Dense candidates must be a whole number."),
         ({"gate_threshold": float("nan")}, "gate_threshold", "Gate threshold must be a number."),
-        ({"keyword_k": True}, "keyword_k", "Keyword candidates must be a whole number."),
+        ({"keyword_k": True}, "keyword_k", "Keyword candidates must be a whole number, not true or false."),
+        ({"dense_k": "5"}, "dense_k", "Dense candidates must be a whole number, not text."),
+        ({"gate_threshold": "0.5"}, "gate_threshold", "Gate threshold must be a number, not text."),
     ]:
         with pytest.raises(ApplicationError) as caught:
             settings_update(workspace=personas.workspace_a, actor=personas.admin, changes=changes)

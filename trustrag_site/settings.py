@@ -10,6 +10,7 @@ from apps.core import embedded
 from apps.core.env import (
     database_from_url,
     env_bool,
+    env_choice,
     env_float,
     env_int,
     env_list,
@@ -34,6 +35,14 @@ EMBEDDED_REDIS_PORT = env_int("EMBEDDED_REDIS_PORT", 6390, minimum=1, maximum=65
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
 RERANKER_MODEL = env_str("RERANKER_MODEL", "")
+# The local judge (stage 2 of verification without an LLM, the gate's answerability): "features"
+# (lexical cues + MiniLM similarity, apps/pipeline/judge.py) or "verifier", TrustRAG's own trained
+# model (also picks the local provider's sentences): the shipped int8 weights at VERIFIER_PATH, run
+# by onnxruntime with VERIFIER_THREADS threads a call. "features" stays the default until the
+# verifier beats it on every benchmark (README, model card).
+LOCAL_JUDGE = env_choice("LOCAL_JUDGE", "features", ("features", "verifier"))
+VERIFIER_PATH = Path(env_str("VERIFIER_PATH", str(BASE_DIR / "models" / "verifier")))
+VERIFIER_THREADS = env_int("VERIFIER_THREADS", 1, minimum=1, maximum=64)
 TAVILY_API_KEY = env_str("TAVILY_API_KEY", "")
 TAVILY_BASE_URL = env_url("TAVILY_BASE_URL", schemes=("http", "https"))
 WEB_SEARCH_TIMEOUT_S = env_float("WEB_SEARCH_TIMEOUT_S", 10.0, minimum=0.1)

@@ -27,6 +27,13 @@ def env_str(name: str, default: str = "") -> str:
     return default if value is None or value == "" else value
 
 
+def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = env_str(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
 def env_bool(name: str, default: bool = False) -> bool:
     value = _raw(name)
     if value is None:

@@ -177,7 +177,7 @@ def assess(question: str, answer_text: str, *, settings: AnswerSettings, tools: 
     sources = [s.candidate for s in pool]
     claims = tuple(cite_sentences(question, answer_text, sources, tools.embedder))
     given = Answer(text=answer_text, claims=claims, insufficient=not claims, provider="external")
-    verified = verify_answer(given, sources, locator_threshold=settings.locator_threshold)
+    verified = verify_answer(given, sources, locator_threshold=settings.locator_threshold, judge=tools.local_judge)
     return Assessment(claims=verified, trust=_trust(given, verified, pool, settings.trust), sources=sources)
 
 
@@ -235,9 +235,10 @@ def _gate(question, pool, reranked, corrective: dict, settings: AnswerSettings, 
 
 
 def _answerability(question: str, pool: list[Scored], judge, clock: StageClock) -> float | None:
-    """The local judge's belief that the best passage answers the question: the question read
-    as a claim against the passage's sentence the reranker found closest to it (None without a
-    passage). Local on purpose: it is asked of every question, before any provider is paid."""
+    """The local judge's belief that the best passage answers the question: the verifier's
+    answerability of the passage's sentence the reranker found closest to it, with its neighbours
+    (None without a passage). Local on purpose: it is asked of every question, before any
+    provider is paid."""
     if not pool:
         return None
     with clock.timed("answerability"):
@@ -245,7 +246,7 @@ def _answerability(question: str, pool: list[Scored], judge, clock: StageClock) 
         text = best.candidate.text
         start = text.find(best.best_sentence) if best.best_sentence else -1
         span = (start, start + len(best.best_sentence)) if start >= 0 else (0, len(text))
-        probability = judge.support_probability(question, text, *span)
+        probability = judge.answerability(question, text, *span)
     return round(probability, 6)
 
 

@@ -6,6 +6,7 @@ Deterministic and always available, so the product works offline and with no key
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,10 @@ from apps.pipeline.types import Answer, Candidate, Claim
 INSUFFICIENT = "I do not have sufficient information in this workspace's documents to answer that."
 
 
+# (question, sentences) → p(each sentence answers the question): the verifier's answerability head.
+Answerability = Callable[[str, list[str]], list[float]]
+
+
 @dataclass(frozen=True)
 class ExtractiveParams:
     max_claims: int = 3
@@ -25,24 +30,53 @@ class ExtractiveParams:
     relative_to_best: float = 0.8
     duplicate_ratio: float = 85.0
     max_sentence_chars: int = 600
+    # With an answerability model: how many of the most similar sentences it reads, and how
+    # likely to answer a sentence must be to be said.
+    answer_candidates: int = 8
+    min_answerability: float = 0.1
 
 
-def local_extractive_answer(question_vector: np.ndarray, sources: list[Candidate], embedder, params: ExtractiveParams) -> Answer:
+def local_extractive_answer(
+    question_vector: np.ndarray,
+    sources: list[Candidate],
+    embedder,
+    params: ExtractiveParams,
+    *,
+    question: str = "",
+    answerability: Answerability | None = None,
+) -> Answer:
+    """The sources' sentences that answer the question, most likely first: similar to the question
+    (embedding), and, with an answerability model, read by it and led by the one that answers."""
     sentences = [(index, s) for index, c in enumerate(sources, 1) for s in _sentences(c.text, params.max_sentence_chars)]
     if not sentences:
-        return Answer(text=INSUFFICIENT, claims=(), insufficient=True, provider="local")
+        return _insufficient()
     similarities = embedder.embed([s for _, s in sentences]) @ question_vector
-    chosen: list[Claim] = []
     floor = max(params.min_similarity, params.relative_to_best * float(similarities.max()))
-    for position in np.argsort(-similarities, kind="stable"):
-        if similarities[position] < floor or len(chosen) == params.max_claims:
-            break
+    ranked = [int(p) for p in np.argsort(-similarities, kind="stable") if similarities[p] >= floor]
+    if answerability is not None and question:
+        ranked = _by_answerability(question, sentences, ranked, similarities, answerability, params)
+    chosen: list[Claim] = []
+    for position in ranked:
         index, sentence = sentences[position]
-        if not any(fuzz.ratio(sentence, c.quote) >= params.duplicate_ratio for c in chosen):
+        if len(chosen) < params.max_claims and not any(fuzz.ratio(sentence, c.quote) >= params.duplicate_ratio for c in chosen):
             chosen.append(Claim(text=sentence, source=index, quote=sentence))
     if not chosen:
-        return Answer(text=INSUFFICIENT, claims=(), insufficient=True, provider="local")
+        return _insufficient()
     return Answer(text=" ".join(c.text for c in chosen), claims=tuple(chosen), insufficient=False, provider="local")
+
+
+def _by_answerability(question: str, sentences, ranked: list[int], similarities, answerability: Answerability, params) -> list[int]:
+    """The most similar sentences reordered by how likely each answers; those unlikely to dropped."""
+    if not ranked:  # nothing is even similar: read the closest few, an answer may still be there
+        ranked = [int(p) for p in np.argsort(-similarities, kind="stable")]
+    read = ranked[: params.answer_candidates]
+    scores = answerability(question, [sentences[p][1] for p in read])
+    kept = [(score, p) for score, p in zip(scores, read, strict=True) if score >= params.min_answerability]
+    return [p for _, p in sorted(kept, key=lambda item: -item[0])]
+
+
+def _insufficient() -> Answer:
+    return Answer(text=INSUFFICIENT, claims=(), insufficient=True, provider="local")
 
 
 def _sentences(text: str, max_chars: int) -> list[str]:

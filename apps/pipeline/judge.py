@@ -800,6 +800,11 @@ class LocalJudge:
         rows, _, _ = feature_matrix([(claim, passage, quote_start, quote_end)], self.embedder)
         return float(self.model.probabilities(rows)[0][self.model.classes.index("supports")])
 
+    def answerability(self, question: str, passage: str, start: int, end: int) -> float:
+        """The gate's answerability with this judge: the question read as a claim against the
+        sentence passage[start:end]."""
+        return self.support_probability(question, passage, start, end)
+
     def judge_many(self, requests: Sequence[JudgeRequest]) -> list[Judgement]:
         rows, readings, similarities = feature_matrix(requests, self.embedder)
         return [

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from apps.pipeline.generation import INSUFFICIENT, ExtractiveParams, local_extractive_answer
+from apps.pipeline.generation import INSUFFICIENT, Answerability, ExtractiveParams, local_extractive_answer
 from apps.pipeline.prompting import UnusableOutput, messages_for, parse_answer, partial_answer, repair_messages
 from apps.pipeline.types import Answer, Candidate
 
@@ -116,12 +116,15 @@ class LocalProvider:
     name, model = "local", "extractive"
     repaired = False
 
-    def __init__(self, embedder):
+    def __init__(self, embedder, answerability: Answerability | None = None):
         self.embedder = embedder
+        self.answerability = answerability
 
     def generate(self, request: GenerationRequest, on_text: OnText) -> Answer:
         params = ExtractiveParams(max_claims=request.max_claims)
-        answer = local_extractive_answer(request.question_vector, request.sources, self.embedder, params)
+        answer = local_extractive_answer(
+            request.question_vector, request.sources, self.embedder, params, question=request.question, answerability=self.answerability
+        )
         on_text(answer.text)
         return answer
 

@@ -18,11 +18,12 @@ from apps.documents.selectors import chunk_pages_get, chunk_search
 from apps.pipeline.answer import AnswerSettings, AnswerTrace, Assessment, StageClock, Tools, answer, assess
 from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import get_embedder
-from apps.pipeline.judge import get_local_judge
+from apps.pipeline.judge import LocalJudge, get_local_judge
 from apps.pipeline.providers import ChatProvider, LocalProvider, Router
 from apps.pipeline.rerank import get_reranker
 from apps.pipeline.retrieval import RetrievalParams
 from apps.pipeline.trust import TrustWeights
+from apps.pipeline.verifier_judge import VerifierJudge, get_verifier_judge
 from apps.pipeline.websearch import TavilySearch
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
 from apps.workspaces.models import Workspace, WorkspaceSettings
@@ -163,10 +164,25 @@ def _tools(workspace: Workspace, options: WorkspaceSettings) -> Tools:
         embedder=embedder,
         reranker=get_reranker(settings.RERANKER_MODEL, embedder),
         search=lambda question, vector, params: chunk_search(workspace=workspace, question=question, query_vector=vector, params=params),
-        local_judge=get_local_judge(),
+        local_judge=local_judge_get(),
         router=_router(options, embedder),
         web=web,
     )
+
+
+def local_judge_get() -> VerifierJudge | LocalJudge:
+    """The product's local judge (settings.LOCAL_JUDGE), loaded once per process: stage 2 of
+    verification when no LLM grades a claim, and the gate's answerability."""
+    if settings.LOCAL_JUDGE == "verifier":
+        return get_verifier_judge(str(settings.VERIFIER_PATH), settings.VERIFIER_THREADS)
+    return get_local_judge()
+
+
+def _local_answerability():
+    """What the local provider reads to pick sentences that answer: the verifier's answerability
+    head when it is the local judge, else similarity alone."""
+    judge = local_judge_get()
+    return judge.answerabilities if isinstance(judge, VerifierJudge) else None
 
 
 def _answer_settings(options: WorkspaceSettings) -> AnswerSettings:
@@ -197,7 +213,7 @@ def _answer_settings(options: WorkspaceSettings) -> AnswerSettings:
 
 def _router(options, embedder) -> Router:
     providers = [
-        LocalProvider(embedder) if spec.name == "local" else ChatProvider(spec, timeout_s=settings.LLM_TIMEOUT_S)
+        LocalProvider(embedder, _local_answerability()) if spec.name == "local" else ChatProvider(spec, timeout_s=settings.LLM_TIMEOUT_S)
         for spec in provider_specs_get(options=options)
     ]
     return Router(providers, secrets=provider_secrets(options=options))

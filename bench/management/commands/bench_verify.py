@@ -22,6 +22,8 @@ from apps.pipeline.llm_judge import LLMJudge
 from apps.pipeline.providers import ChatProvider, Router
 from apps.pipeline.types import Answer, Candidate, Claim, VerifiedClaim
 from apps.pipeline.verification import verify_answer
+from apps.pipeline.verifier_judge import get_verifier_judge
+from apps.queries.services import local_judge_get
 from apps.workspaces.models import WorkspaceSettings
 from apps.workspaces.selectors import provider_secrets, provider_specs_get
 from bench.common import data_path, emit, progress, read_jsonl
@@ -38,13 +40,19 @@ class Command(BaseCommand):
         parser.add_argument("--corpus", type=Path, default=data_path("scifact", "claims_corpus.jsonl.gz"))
         parser.add_argument("--claims", type=Path, default=data_path("scifact", "claims_train.jsonl"))
         parser.add_argument("--judge", choices=("local", "llm"), default="local")
+        parser.add_argument(
+            "--local-judge",
+            choices=("product", "verifier", "features"),
+            default="product",
+            help="which local judge: the product's (settings.LOCAL_JUDGE), TrustRAG's trained verifier or the feature judge, to compare",
+        )
         parser.add_argument("--locator-threshold", type=float, default=LOCATOR_THRESHOLD)
         parser.add_argument("--json", dest="json_path")
 
     def handle(self, *args, corpus: Path, claims: Path, judge: str, locator_threshold: float, json_path: str | None, **options):
         golds = _read_claims(claims)
         documents = _read_corpus(corpus, {g.source_id for g in golds})
-        verifier = _judge(judge)
+        verifier = _judge(judge, options["local_judge"])
         progress(f"{len(golds)} claims over {len(documents)} documents, judge {verifier.name}")
         started = time.perf_counter()
         predicted = _verify_all(golds, documents, verifier, locator_threshold)
@@ -53,9 +61,9 @@ class Command(BaseCommand):
         emit(result, json_path, self.stdout)
 
 
-def _judge(name: str):
-    local = get_local_judge()
-    local.embedder.embed(["load the model before the clock starts"])
+def _judge(name: str, local_name: str):
+    local = {"product": local_judge_get, "features": get_local_judge, "verifier": _verifier}[local_name]()
+    local.judge("warm up", "The model is loaded before the clock starts.", 0, 10)
     if name != "llm":
         return local
     # The server's providers (GROQ_API_KEY, ZHIPUAI_API_KEY) in the default order, as a new workspace has them.
@@ -65,6 +73,10 @@ def _judge(name: str):
     if not router.can_chat:
         raise CommandError("--judge llm needs an LLM provider: set GROQ_API_KEY or ZHIPUAI_API_KEY (or use --judge local).")
     return LLMJudge(router, local)
+
+
+def _verifier():
+    return get_verifier_judge(str(settings.VERIFIER_PATH), settings.VERIFIER_THREADS)
 
 
 def _verify_all(golds: list[GoldClaim], documents: dict[str, tuple[str, str]], judge, threshold: float) -> list[VerifiedClaim]:

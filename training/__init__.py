@@ -1,0 +1,1 @@
+"""Training code for models the product ships (not imported by the product at run time)."""

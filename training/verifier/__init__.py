@@ -1,0 +1,1 @@
+"""The MiniLM pair verifier: training (train.py), export (export.py), latency (latency.py)."""

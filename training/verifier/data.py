@@ -1,0 +1,253 @@
+"""Training mixes, the held-out split of the development claims, and the fixed evaluation samples."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import random
+import re
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA = Path("/work/shared/data")
+TRAIN = DATA / "train"
+
+# Support targets are sets of allowed classes (index order of apps.pipeline.verifier.SUPPORT_LABELS):
+# the loss is -log of the summed probability of the allowed classes. 3-way sets name one class;
+# two-class sets (FEVER: SUPPORTS/REFUTES, RTE: entailment/not_entailment) only tell "supported"
+# from "not supported", so their negatives allow contradicts OR not_found and never push the
+# model towards either. That keeps the supports-vs-not signal (what the product decides on)
+# without teaching that a two-class style of pair is never "not found".
+SUPPORTS, CONTRADICTS, NOT_FOUND = 0, 1, 2
+NLI_TARGET = {"entailment": (SUPPORTS,), "contradiction": (CONTRADICTS,), "neutral": (NOT_FOUND,)}
+NOT_SUPPORTED = (CONTRADICTS, NOT_FOUND)
+TWO_CLASS = {"fever_nli", "fever_symmetric", "covidfact", "nli4ct", "rte"}
+
+# name -> (file, kind, licence, may ship in commercial weights)
+SETS: dict[str, tuple[str, str, str, bool]] = {
+    "snli": ("snli/snli_dev_test.jsonl", "nli", "CC BY-SA 4.0", True),
+    "cad_snli": ("cad_snli/cad_snli_all_combined.jsonl", "nli", "Apache-2.0", True),
+    "fever_nli": ("fever_nli/fever_binary_dev.jsonl.gz", "nli", "CC BY-SA 3.0", True),
+    "fever_symmetric": ("fever_symmetric/fever_symmetric_v02.jsonl", "nli", "CC BY-SA 3.0", True),
+    "conjnli": ("conjnli/conjnli.jsonl", "nli", "MIT", True),
+    "mnli_taxinli": ("mnli_taxinli/taxinli10k.jsonl", "nli", "C-UDA 1.0 + OANC / CC BY-SA 3.0 text", True),
+    "trecqa_rerank": ("trecqa_rerank/trecqa.jsonl", "rerank", "TREC QA questions public domain (per repo); AQUAINT sentences", True),
+    "anli": ("anli/anli_dev_r1_r3.jsonl", "nli", "CC BY-NC 4.0 (non-commercial)", False),
+    "sick": ("sick/sick_all.jsonl", "nli", "CC BY-NC-SA 3.0 (non-commercial)", False),
+    "control": ("control/control_dev_test.jsonl", "nli", "CC BY-NC-SA 4.0 (non-commercial)", False),
+    "rte": ("rte/rte_glue_train_dev.jsonl", "nli", "no licence (PASCAL RTE, research use)", False),
+    "covidfact": ("covidfact/covidfact.jsonl", "nli", "no licence", False),
+    "nli4ct": ("nli4ct/nli4ct_train_dev_test.jsonl", "nli", "no licence", False),
+    "dev_claims": ("", "claims", "SciFact CC BY-NC 4.0 + HealthVer research use (non-commercial)", False),
+}
+
+# Shipped mix: shares of the NLI budget (FEVER first: claim verification against one evidence
+# sentence is closest to quote -> claim; TaxiNLI for genre variety; SNLI/CAD for clean 3-way).
+DEFAULT_MIX = {"fever_nli": 0.24, "snli": 0.20, "mnli_taxinli": 0.20, "conjnli": 0.14, "cad_snli": 0.14, "fever_symmetric": 0.08}
+
+
+@dataclass
+class Example:
+    premise: str
+    hypothesis: str
+    task: int  # 0 = support, 1 = answerability
+    target: tuple[int, ...]  # allowed support classes, or (0|1,) for answerability
+    source: str
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def nli_examples(name: str) -> list[Example]:
+    rows = read_jsonl(TRAIN / SETS[name][0])
+    out = []
+    for r in rows:
+        target = NOT_SUPPORTED if name in TWO_CLASS and r["label"] != "entailment" else NLI_TARGET[r["label"]]
+        if r["premise"].strip() and r["hypothesis"].strip():
+            out.append(Example(r["premise"], r["hypothesis"], 0, target, name))
+    return out
+
+
+def answer_examples(total: int, rng: random.Random) -> list[Example]:
+    """TrecQA as answerability: query x positive = answers, x hard negative or another query's answer = does not.
+
+    Positives are few (854), so they are used twice; negatives are 3/4 the reranker's hard
+    (same-topic) candidates and 1/4 an answer sentence of a different question (off-topic).
+    """
+    records = list(read_jsonl(TRAIN / SETS["trecqa_rerank"][0]))
+    pos = [(p, r["query"]) for r in records for p in r["positive"]]
+    hard = [(n, r["query"]) for r in records for n in r["negatives"]]
+    easy = []
+    for i, r in enumerate(records):
+        for _ in range(4):  # an answer sentence of 4 other questions: off-topic, like the gate's off-topic case
+            other = records[(i + 1 + rng.randrange(len(records) - 1)) % len(records)]
+            easy.append((rng.choice(other["positive"]), r["query"]))
+    n_pos = min(2 * len(pos), total // 2)
+    n_neg = total - n_pos
+    chosen = [(p, q, 1) for p, q in (pos * 2)[:n_pos]]
+    chosen += [(p, q, 0) for p, q in rng.sample(hard, min(len(hard), n_neg * 3 // 4))]
+    chosen += [(p, q, 0) for p, q in rng.sample(easy, min(len(easy), n_neg - n_neg * 3 // 4))]
+    return [Example(p, q, 1, (y,), "trecqa_rerank") for p, q, y in chosen]
+
+
+def shipped_mix(nli_pairs: int, answer_pairs: int, seed: int, mix: dict[str, float] | None = None) -> list[Example]:
+    rng = random.Random(seed)
+    mix = mix or DEFAULT_MIX
+    examples: list[Example] = []
+    for name, share in sorted(mix.items()):
+        pool = nli_examples(name)
+        examples += rng.sample(pool, min(len(pool), round(nli_pairs * share)))
+    examples += answer_examples(answer_pairs, rng)
+    return examples
+
+
+# ---------------------------------------------------------------- development claims, held out by document
+# Bit-for-bit the split of scripts/train_judge.py (load, assign_groups, bucket, HELD_OUT_SHARE);
+# check_split() compares it with that script when the script can be imported.
+
+HELD_OUT_SHARE = 0.3
+
+
+@dataclass
+class Claim:
+    id: str
+    dataset: str
+    source_id: str
+    claim: str
+    quote: str
+    label: str
+    quote_status: str
+    source_text: str
+    group: str = ""
+
+
+def load_claims(data: Path = DATA) -> list[Claim]:
+    rows = []
+    for dataset, claims, corpus in (
+        ("scifact", data / "scifact/claims_train.jsonl", data / "scifact/claims_corpus.jsonl.gz"),
+        ("healthver", data / "healthver/claims.jsonl", data / "healthver/corpus.jsonl"),
+    ):
+        texts = {str(d.get("id", d.get("_id"))): d["text"] for d in read_jsonl(corpus)}
+        for c in read_jsonl(claims):
+            rows.append(
+                Claim(c["id"], dataset, c["source_id"], c["claim"], c["quote"], c["label"], c["quote_status"], texts[c["source_id"]])
+            )
+    assign_groups(rows)
+    return rows
+
+
+def assign_groups(rows: list[Claim]) -> None:
+    """Union of documents that share a claim text: no claim or document is on both sides."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for r in rows:
+        doc, claim = f"{r.dataset}:doc:{r.source_id}", f"{r.dataset}:claim:{r.claim.strip().lower()}"
+        parent[find(doc)] = find(claim)
+    members: dict[str, list[str]] = defaultdict(list)
+    for key in list(parent):
+        members[find(key)].append(key)
+    names = {root: min(keys) for root, keys in members.items()}
+    for r in rows:
+        r.group = names[find(f"{r.dataset}:doc:{r.source_id}")]
+
+
+def bucket(group: str, salt: str) -> float:
+    return int(hashlib.sha256(f"{salt}:{group}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+
+
+def is_held_out(row: Claim) -> bool:
+    return bucket(row.group, "held-out") < HELD_OUT_SHARE
+
+
+def check_split(rows: list[Claim], repo: Path) -> str:
+    """Compare the held-out ids with scripts/train_judge.py itself; returns how it was checked."""
+    import importlib.util
+    import sys
+
+    mine = sorted(r.id for r in rows if is_held_out(r))
+    try:
+        spec = importlib.util.spec_from_file_location("train_judge", repo / "scripts/train_judge.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["train_judge"] = module  # dataclasses look their module up in sys.modules
+        sys.path.insert(0, str(repo))
+        spec.loader.exec_module(module)
+        theirs_rows = module.load(DATA)
+        module.assign_groups(theirs_rows)
+        theirs = sorted(r.id for r in theirs_rows if module.bucket(r.group, "held-out") < module.HELD_OUT_SHARE)
+    except Exception as error:  # the script imports apps.pipeline, which another change may break
+        return f"not compared ({type(error).__name__}: {error}); {len(mine)} held-out ids"
+    assert mine == theirs, "held-out split differs from scripts/train_judge.py"
+    return f"identical to scripts/train_judge.py ({len(mine)} held-out ids)"
+
+
+def dev_claim_examples(rows: list[Claim]) -> list[Example]:
+    """Stage-2 (EXPERIMENT, non-commercial) pairs: the training groups' verbatim claims only."""
+    target = {"supports": (SUPPORTS,), "contradicts": (CONTRADICTS,), "not_found": (NOT_FOUND,)}
+    return [
+        Example(r.quote, r.claim, 0, target[r.label], f"dev_{r.dataset}")
+        for r in rows
+        if not is_held_out(r) and r.quote_status == "verbatim" and r.label in target
+    ]
+
+
+# ---------------------------------------------------------------- fixed evaluation samples
+
+
+def held_out_claims(rows: list[Claim], dataset: str, n: int, seed: int) -> list[tuple[str, str, int]]:
+    """(quote, claim, supports?) for a fixed sample of held-out verbatim claims of one set."""
+    pool = [r for r in rows if r.dataset == dataset and is_held_out(r) and r.quote_status == "verbatim"]
+    pool.sort(key=lambda r: r.id)
+    sample = random.Random(seed).sample(pool, min(n, len(pool))) if n else pool
+    return [(r.quote, r.claim, int(r.label == "supports")) for r in sample]
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for m in _SENTENCE.finditer(text):
+        spans.append((start, m.start()))
+        start = m.end()
+    spans.append((start, len(text)))
+    return [(a, b) for a, b in spans if text[a:b].strip()]
+
+
+def squad_pairs(n: int, seed: int, path: Path = DATA / "squad2/dev.json") -> list[tuple[str, str, int]]:
+    """(sentence, question, answerable?): the sentence holding the answer, or for an impossible
+    question the sentence with the most word overlap (the hardest plausible distractor)."""
+    data = json.loads(path.read_text())
+    pos, neg = [], []
+    for article in data["data"]:
+        for para in article["paragraphs"]:
+            ctx = para["context"]
+            spans = sentences(ctx)
+            for qa in para["qas"]:
+                q = qa["question"]
+                if not qa.get("is_impossible") and qa["answers"]:
+                    at = qa["answers"][0]["answer_start"]
+                    hit = next((ctx[a:b] for a, b in spans if a <= at < b), None)
+                    if hit:
+                        pos.append((hit, q, 1))
+                elif qa.get("is_impossible"):
+                    words = set(_WORD.findall(q.lower()))
+                    best = max(spans, key=lambda s: len(words & set(_WORD.findall(ctx[s[0] : s[1]].lower()))))
+                    neg.append((ctx[best[0] : best[1]], q, 0))
+    rng = random.Random(seed)
+    return rng.sample(pos, min(n // 2, len(pos))) + rng.sample(neg, min(n - n // 2, len(neg)))

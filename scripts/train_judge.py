@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import random
 import re
@@ -41,9 +40,9 @@ from apps.pipeline.embedding import get_embedder  # noqa: E402
 from apps.pipeline.judge import ANTONYMS, FEATURES, MODEL_PATH, VERDICTS, SoftmaxModel, decide, feature_matrix  # noqa: E402
 from apps.pipeline.text import sentence_spans  # noqa: E402
 from apps.pipeline.verification import locate_quote, passage_window  # noqa: E402
+from training.split import HELD_OUT_SHARE, assign_groups, bucket  # noqa: E402
 
 SEED = 20240606
-HELD_OUT_SHARE = 0.3
 VALIDATION_SHARE = 0.2
 LOCATOR_THRESHOLD = 90.0
 
@@ -96,32 +95,6 @@ def load(data: Path) -> list[Row]:
         for c in read_jsonl(claims):
             rows.append(Row(c["id"], dataset, c["source_id"], c["claim"], c["quote"], c["label"], c["quote_status"], texts[c["source_id"]]))
     return rows
-
-
-def assign_groups(rows: list[Row]) -> None:
-    """Union of documents that share a claim text: no claim or document is on both sides."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for r in rows:
-        doc, claim = f"{r.dataset}:doc:{r.source_id}", f"{r.dataset}:claim:{r.claim.strip().lower()}"
-        parent[find(doc)] = find(claim)
-    members: dict[str, list[str]] = defaultdict(list)
-    for key in list(parent):
-        members[find(key)].append(key)
-    names = {root: min(keys) for root, keys in members.items()}
-    for r in rows:
-        r.group = names[find(f"{r.dataset}:doc:{r.source_id}")]
-
-
-def bucket(group: str, salt: str) -> float:
-    return int(hashlib.sha256(f"{salt}:{group}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
 
 
 # ---------------------------------------------------------------- claims derived by known edits

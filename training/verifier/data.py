@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import random
 import re
-from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from training.split import assign_groups
+from training.split import is_held_out as split_held_out
 
 DATA = Path("/work/shared/data")
 TRAIN = DATA / "train"
@@ -110,10 +111,7 @@ def shipped_mix(nli_pairs: int, answer_pairs: int, seed: int, mix: dict[str, flo
 
 
 # ---------------------------------------------------------------- development claims, held out by document
-# Bit-for-bit the split of scripts/train_judge.py (load, assign_groups, bucket, HELD_OUT_SHARE);
-# check_split() compares it with that script when the script can be imported.
-
-HELD_OUT_SHARE = 0.3
+# The split is training/split.py, the one scripts/train_judge.py uses too.
 
 
 @dataclass
@@ -144,55 +142,8 @@ def load_claims(data: Path = DATA) -> list[Claim]:
     return rows
 
 
-def assign_groups(rows: list[Claim]) -> None:
-    """Union of documents that share a claim text: no claim or document is on both sides."""
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for r in rows:
-        doc, claim = f"{r.dataset}:doc:{r.source_id}", f"{r.dataset}:claim:{r.claim.strip().lower()}"
-        parent[find(doc)] = find(claim)
-    members: dict[str, list[str]] = defaultdict(list)
-    for key in list(parent):
-        members[find(key)].append(key)
-    names = {root: min(keys) for root, keys in members.items()}
-    for r in rows:
-        r.group = names[find(f"{r.dataset}:doc:{r.source_id}")]
-
-
-def bucket(group: str, salt: str) -> float:
-    return int(hashlib.sha256(f"{salt}:{group}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
-
-
 def is_held_out(row: Claim) -> bool:
-    return bucket(row.group, "held-out") < HELD_OUT_SHARE
-
-
-def check_split(rows: list[Claim], repo: Path) -> str:
-    """Compare the held-out ids with scripts/train_judge.py itself; returns how it was checked."""
-    import importlib.util
-    import sys
-
-    mine = sorted(r.id for r in rows if is_held_out(r))
-    try:
-        spec = importlib.util.spec_from_file_location("train_judge", repo / "scripts/train_judge.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["train_judge"] = module  # dataclasses look their module up in sys.modules
-        sys.path.insert(0, str(repo))
-        spec.loader.exec_module(module)
-        theirs_rows = module.load(DATA)
-        module.assign_groups(theirs_rows)
-        theirs = sorted(r.id for r in theirs_rows if module.bucket(r.group, "held-out") < module.HELD_OUT_SHARE)
-    except Exception as error:  # the script imports apps.pipeline, which another change may break
-        return f"not compared ({type(error).__name__}: {error}); {len(mine)} held-out ids"
-    assert mine == theirs, "held-out split differs from scripts/train_judge.py"
-    return f"identical to scripts/train_judge.py ({len(mine)} held-out ids)"
+    return split_held_out(row.group)
 
 
 def dev_claim_examples(rows: list[Claim]) -> list[Example]:

@@ -61,7 +61,11 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=100)
     p.add_argument("--backends", default="torch,int8,onnx,onnx:model.fp32.onnx")
+    p.add_argument("--judges", action="store_true", help="only the product path: the feature judge against the verifier judge")
     args = p.parse_args()
+    if args.judges:
+        judges_latency(args.reps)
+        return
 
     claims = D.load_claims()
     samples = {
@@ -99,6 +103,35 @@ def main() -> None:
     tokens = Verifier.load(args.model, backend="torch").tokenizer
     lengths = [len(tokens(a, b)["input_ids"]) for a, b in answer_pairs + support_pairs]
     print(json.dumps({"pairs": len(lengths), "tokens_per_pair": lengths}))
+
+
+def judges_latency(reps: int) -> None:
+    """The budget of issue #16 in one run, for both local judges as the product calls them: the
+    gate's answerability (the passage's sentence nearest the question) + 3 claims judged against
+    their located quotes."""
+    from apps.pipeline.judge import get_local_judge
+    from apps.pipeline.verifier_judge import get_verifier_judge
+
+    claims = [c for c in D.load_claims() if D.is_held_out(c) and c.dataset == "scifact" and c.quote_status == "verbatim"]
+    requests = []
+    for c in claims:
+        start = c.source_text.find(c.quote)
+        if start >= 0:
+            requests.append((c.claim, c.source_text, start, start + len(c.quote)))
+    question, passage = "What does the trial find about the treatment?", requests[0][1]
+    gate_span = (0, passage.find(".") + 1)
+    for name, judge in (("features", get_local_judge()), ("verifier", get_verifier_judge(str(DEFAULT_PATH), 1))):
+        times = []
+        for i in range(reps + 5):
+            batch = requests[(3 * i) % (len(requests) - 3) :][:3]
+            t0 = time.perf_counter()
+            judge.answerability(question, passage, *gate_span)
+            judge.judge_many(batch)
+            if i >= 5:  # the first calls load and warm the models
+                times.append((time.perf_counter() - t0) * 1000)
+        times.sort()
+        row = {"judge": name, "p50_ms": round(statistics.median(times), 1), "p95_ms": round(times[int(0.95 * len(times)) - 1], 1)}
+        print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +19,10 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
+from apps.core.errors import ApplicationError
 from apps.core.worker import celery_worker_command
+from apps.documents.models import DocumentStatus
+from apps.documents.services import document_create, document_ingest
 from apps.documents.tasks import warm_up
 from apps.workspaces.models import Workspace
 from apps.workspaces.services import workspace_create, workspace_delete
@@ -104,3 +108,47 @@ class celery_worker:
         if self.process is not None:
             self.process.terminate()
             self.process.wait(timeout=60)
+
+
+def record_id(record: dict) -> str:
+    """A BEIR record's id (`id`, or `_id`)."""
+    value = record.get("id", record.get("_id"))
+    if value is None:
+        raise CommandError(f"A record has neither “id” nor “_id”: {str(record)[:200]}")
+    return str(value)
+
+
+def document_text(record: dict) -> str:
+    title, text = (record.get("title") or "").strip(), (record.get("text") or "").strip()
+    return "\n\n".join(part for part in (title, text) if part)
+
+
+def ingest_records(workspace: Workspace, records: list[dict], *, progress_every: int = 250) -> dict[str, list[str]]:
+    """Every corpus record (title + text) through the product's document_create + document_ingest,
+    in this process; document id → the corpus ids it holds (identical texts share a document)."""
+    corpus_ids_of: dict[str, list[str]] = defaultdict(list)
+    started, chunks, problems = time.perf_counter(), 0, 0
+    for done, record in enumerate(records, start=1):
+        corpus_id = record_id(record)
+        try:
+            document, created = document_create(
+                workspace=workspace, actor=None, filename=f"{corpus_id}.txt", data=document_text(record).encode("utf-8"), enqueue=False
+            )
+        except ApplicationError as exc:
+            problems += 1
+            progress(f"warning: corpus id {corpus_id} refused: {exc.message}")
+            continue
+        corpus_ids_of[str(document.pk)].append(corpus_id)
+        if created:
+            ingested = document_ingest(workspace=workspace, document_id=document.pk)
+            if ingested is None or ingested.status != DocumentStatus.READY:
+                problems += 1
+                progress(f"warning: corpus id {corpus_id} did not ingest: {getattr(ingested, 'error', 'not claimable')}")
+            else:
+                chunks += ingested.chunk_count
+        if done % progress_every == 0 or done == len(records):
+            elapsed = time.perf_counter() - started
+            progress(f"ingest {done}/{len(records)} docs, {chunks} chunks, {done / elapsed:.1f} docs/s, {elapsed:.0f} s")
+    if problems:
+        progress(f"warning: {problems} corpus record(s) are not searchable")
+    return dict(corpus_ids_of)

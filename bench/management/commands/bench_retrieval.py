@@ -17,16 +17,14 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.core.errors import ApplicationError
-from apps.documents.models import Chunk, DocumentStatus
+from apps.documents.models import Chunk
 from apps.documents.selectors import chunk_search
-from apps.documents.services import document_create, document_ingest
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.rerank import get_reranker
 from apps.pipeline.retrieval import RetrievalParams
 from apps.workspaces.models import WorkspaceSettings
 from apps.workspaces.selectors import settings_get
-from bench.common import data_path, emit, percentile, progress, read_jsonl, temporary_workspace
+from bench.common import data_path, emit, ingest_records, percentile, progress, read_jsonl, record_id, temporary_workspace
 
 MODES = ("dense", "keyword", "hybrid", "reranked")
 # The reranked mode reorders the top of the hybrid list, as the product does with its
@@ -97,18 +95,6 @@ def read_qrels(path: str | Path) -> dict[str, dict[str, float]]:
     return dict(qrels)
 
 
-def _record_id(record: dict) -> str:
-    value = record.get("id", record.get("_id"))
-    if value is None:
-        raise CommandError(f"A record has neither “id” nor “_id”: {str(record)[:200]}")
-    return str(value)
-
-
-def _document_text(record: dict) -> str:
-    title, text = (record.get("title") or "").strip(), (record.get("text") or "").strip()
-    return "\n\n".join(part for part in (title, text) if part)
-
-
 class Command(BaseCommand):
     help = "Benchmark dense, keyword, hybrid and reranked retrieval on a BEIR corpus/queries/qrels through the product's ingestion and SQL."
 
@@ -152,7 +138,7 @@ class Command(BaseCommand):
             workspace_options.save(update_fields=["chunk_size", "chunk_overlap", "updated_at"])
 
             started = time.perf_counter()
-            corpus_ids_of = self._ingest(workspace, records)
+            corpus_ids_of = ingest_records(workspace, records)
             ingest_seconds = time.perf_counter() - started
             n_chunks = Chunk.objects.filter(workspace=workspace).count()
             progress(f"ingested {len(records)} docs into {n_chunks} chunks in {ingest_seconds:.1f} s")
@@ -172,35 +158,6 @@ class Command(BaseCommand):
             },
             json_path,
         )
-
-    def _ingest(self, workspace, records: list[dict]) -> dict[str, list[str]]:
-        """Every record through document_create + document_ingest; document id → corpus ids."""
-        corpus_ids_of: dict[str, list[str]] = defaultdict(list)
-        started, chunks, problems = time.perf_counter(), 0, 0
-        for done, record in enumerate(records, start=1):
-            corpus_id = _record_id(record)
-            try:
-                document, created = document_create(
-                    workspace=workspace, actor=None, filename=f"{corpus_id}.txt", data=_document_text(record).encode("utf-8"), enqueue=False
-                )
-            except ApplicationError as exc:
-                problems += 1
-                progress(f"warning: corpus id {corpus_id} refused: {exc.message}")
-                continue
-            corpus_ids_of[str(document.pk)].append(corpus_id)
-            if created:
-                ingested = document_ingest(workspace=workspace, document_id=document.pk)
-                if ingested is None or ingested.status != DocumentStatus.READY:
-                    problems += 1
-                    progress(f"warning: corpus id {corpus_id} did not ingest: {getattr(ingested, 'error', 'not claimable')}")
-                else:
-                    chunks += ingested.chunk_count
-            if done % PROGRESS_EVERY == 0 or done == len(records):
-                elapsed = time.perf_counter() - started
-                progress(f"ingest {done}/{len(records)} docs, {chunks} chunks, {done / elapsed:.1f} docs/s, {elapsed:.0f} s")
-        if problems:
-            progress(f"warning: {problems} corpus record(s) are not searchable")
-        return dict(corpus_ids_of)
 
     def _run_queries(self, workspace, options, judged, wanted, corpus_ids_of):
         embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
@@ -252,7 +209,7 @@ def _judged_queries(queries_path, qrels: dict[str, dict[str, float]], limit: int
     """(question, judgments) for every query with at least one relevant judgment, in the queries file's order."""
     judged, seen = [], set()
     for record in read_jsonl(queries_path):
-        query_id = _record_id(record)
+        query_id = record_id(record)
         seen.add(query_id)
         judgments = qrels.get(query_id, {})
         question = " ".join(str(record.get("text") or "").split())

@@ -47,6 +47,11 @@ class Embedder:
             self._remember(missing, vectors)
         return np.stack([found[t] for t in texts])
 
+    def forget(self) -> None:
+        """Empty the cache of recent texts' vectors (a benchmark measures each mode cold)."""
+        with self._lock:
+            self._cache.clear()
+
     def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         vectors = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)

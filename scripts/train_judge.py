@@ -20,14 +20,12 @@ Everything is seeded; running twice writes the same file.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import random
 import re
 import sys
 import time
 from collections import Counter, defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -40,61 +38,12 @@ from apps.pipeline.embedding import get_embedder  # noqa: E402
 from apps.pipeline.judge import ANTONYMS, FEATURES, MODEL_PATH, VERDICTS, SoftmaxModel, decide, feature_matrix  # noqa: E402
 from apps.pipeline.text import sentence_spans  # noqa: E402
 from apps.pipeline.verification import locate_quote, passage_window  # noqa: E402
-from training.split import HELD_OUT_SHARE, assign_groups, bucket  # noqa: E402
+from training.claims import HELD_OUT_SHARE, bucket, load_claims  # noqa: E402
+from training.claims import Claim as Row  # noqa: E402
 
 SEED = 20240606
 VALIDATION_SHARE = 0.2
 LOCATOR_THRESHOLD = 90.0
-
-
-@dataclass
-class Row:
-    """One claim in the BENCHMARKS.md claims format, with the text of its source."""
-
-    id: str
-    dataset: str
-    source_id: str
-    claim: str
-    quote: str
-    label: str
-    quote_status: str
-    source_text: str
-    group: str = ""
-
-    def as_json(self) -> dict:
-        faithful = self.quote_status == "verbatim" and self.label == "supports"
-        return {
-            "id": self.id,
-            "source_id": self.source_id,
-            "claim": self.claim,
-            "quote": self.quote,
-            "label": self.label,
-            "quote_status": self.quote_status,
-            "faithful": faithful,
-        }
-
-
-# ---------------------------------------------------------------- data and split
-
-
-def read_jsonl(path: Path):
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
-
-
-def load(data: Path) -> list[Row]:
-    rows = []
-    for dataset, claims, corpus in (
-        ("scifact", data / "scifact/claims_train.jsonl", data / "scifact/claims_corpus.jsonl.gz"),
-        ("healthver", data / "healthver/claims.jsonl", data / "healthver/corpus.jsonl"),
-    ):
-        texts = {str(d.get("id", d.get("_id"))): d["text"] for d in read_jsonl(corpus)}
-        for c in read_jsonl(claims):
-            rows.append(Row(c["id"], dataset, c["source_id"], c["claim"], c["quote"], c["label"], c["quote_status"], texts[c["source_id"]]))
-    return rows
 
 
 # ---------------------------------------------------------------- claims derived by known edits
@@ -511,8 +460,7 @@ def main() -> None:
     rng = random.Random(SEED)
     args.split_dir.mkdir(parents=True, exist_ok=True)
 
-    rows = load(args.data)
-    assign_groups(rows)
+    rows = load_claims(args.data)
     held_out = [r for r in rows if bucket(r.group, "held-out") < HELD_OUT_SHARE]
     train = [r for r in rows if bucket(r.group, "held-out") >= HELD_OUT_SHARE]
     train += derived_rows(source_docs(train), per_doc=3, rng=rng, fabricate=False)

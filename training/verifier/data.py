@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import random
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from training.split import assign_groups
-from training.split import is_held_out as split_held_out
+from training import claims
+from training.claims import Claim, read_jsonl
+from training.claims import is_held_out as split_held_out
 
 DATA = Path("/work/shared/data")
 TRAIN = DATA / "train"
@@ -59,14 +58,6 @@ class Example:
     source: str
 
 
-def read_jsonl(path: Path) -> Iterator[dict]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
-
-
 def nli_examples(name: str) -> list[Example]:
     rows = read_jsonl(TRAIN / SETS[name][0])
     out = []
@@ -111,35 +102,11 @@ def shipped_mix(nli_pairs: int, answer_pairs: int, seed: int, mix: dict[str, flo
 
 
 # ---------------------------------------------------------------- development claims, held out by document
-# The split is training/split.py, the one scripts/train_judge.py uses too.
-
-
-@dataclass
-class Claim:
-    id: str
-    dataset: str
-    source_id: str
-    claim: str
-    quote: str
-    label: str
-    quote_status: str
-    source_text: str
-    group: str = ""
+# The split is training/claims.py, the one scripts/train_judge.py uses too.
 
 
 def load_claims(data: Path = DATA) -> list[Claim]:
-    rows = []
-    for dataset, claims, corpus in (
-        ("scifact", data / "scifact/claims_train.jsonl", data / "scifact/claims_corpus.jsonl.gz"),
-        ("healthver", data / "healthver/claims.jsonl", data / "healthver/corpus.jsonl"),
-    ):
-        texts = {str(d.get("id", d.get("_id"))): d["text"] for d in read_jsonl(corpus)}
-        for c in read_jsonl(claims):
-            rows.append(
-                Claim(c["id"], dataset, c["source_id"], c["claim"], c["quote"], c["label"], c["quote_status"], texts[c["source_id"]])
-            )
-    assign_groups(rows)
-    return rows
+    return claims.load_claims(data)
 
 
 def is_held_out(row: Claim) -> bool:

@@ -325,7 +325,7 @@ def train(args: argparse.Namespace) -> None:
             "datasets": licence_table([examples[i] for b in batches for i in b]),
             "ships": all(D.SETS["dev_claims" if e.source.startswith("dev_") else e.source][3] for e in examples),
             "token_lengths": length_stats(tokenizer, examples, args.max_length),
-            "held_out_split": f"training/split.py, shared with scripts/train_judge.py ({sum(map(D.is_held_out, claims))} held-out ids)",
+            "held_out_split": f"training/claims.py, shared with scripts/train_judge.py ({sum(map(D.is_held_out, claims))} held-out ids)",
             "eval_sample_sizes": {k: len(v) for k, v in samples.items()},
         }
         if args.init:  # the weights also carry everything the stage-1 run trained on

@@ -3,8 +3,8 @@
 The corpus is ingested into one temporary workspace through the product's ingestion; each query
 (the first --limit of a BEIR queries file) is then asked through `query_answer` — retrieval SQL,
 reranker, correction, gate, local provider, local judge, trust, audit record — one at a time
-after one warm-up question, in each mode, each mode with the embedder's cache emptied first. Refusals (the gate's, or the provider finding nothing)
-are counted and timed apart from answers. CPU time is this process's (every thread of it).
+after one warm-up question, in each mode, each mode with the embedder's cache emptied first.
+Refusals (the gate's, or the provider finding nothing) are counted and timed apart from answers. CPU time is this process's (every thread of it).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.audits.selectors import audit_record_for_run
 from apps.pipeline.embedding import get_embedder
 from apps.queries.services import query_answer
 from bench.common import data_path, emit, ingest_records, percentile, progress, read_jsonl, temporary_workspace
@@ -66,8 +67,6 @@ def ask(workspace, question: str, mode: str) -> dict:
 
 
 def _timing(run, name: str) -> float | None:
-    from apps.audits.selectors import audit_record_for_run
-
     record = audit_record_for_run(workspace=run.workspace, query_run_id=run.pk)
     return (record.payload.get("timings_ms") or {}).get(name) if record else None
 

@@ -151,7 +151,12 @@ def ensure_redis(var_dir: Path, port: int) -> str:
     still shutting down (alive by its pid file, not answering) is waited for, then started anew."""
     url = redis_url(port)
     redis_dir = var_dir / "redis"
-    _wait_until_settled(lambda: _redis_answers(url) or not _redis_alive(redis_dir, port), f"the embedded Redis on port {port}")
+    if _redis_answers(url):
+        return url
+    # Deaf while alive: it may be stopping. A stopping Redis can still answer the PING queued
+    # while it was paused before it acts on its SIGTERM, so only an answer that holds across
+    # its next cron tick counts as running.
+    _wait_until_settled(lambda: not _redis_alive(redis_dir, port) or _redis_answers_steadily(url), f"the embedded Redis on port {port}")
     if _redis_answers(url):
         return url
     redis_dir.mkdir(parents=True, exist_ok=True)
@@ -204,6 +209,17 @@ def _redis_alive(redis_dir: Path, port: int) -> bool:
         return _process_named(int(redis_pidfile(redis_dir, port).read_text().strip()), "redis")
     except (OSError, ValueError):
         return False
+
+
+# Redis acts on a SIGTERM in its cron, which runs ten times a second by default.
+REDIS_STEADY_S = 0.3
+
+
+def _redis_answers_steadily(url: str) -> bool:
+    if not _redis_answers(url):
+        return False
+    time.sleep(REDIS_STEADY_S)
+    return _redis_answers(url)
 
 
 def _redis_answers(url: str) -> bool:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
@@ -7,6 +9,7 @@ from apps.audits.selectors import audit_event_list
 from apps.documents.models import Chunk, Document, DocumentKind
 from apps.documents.sql import hybrid_search
 from apps.pipeline.retrieval import RetrievalParams
+from apps.pipeline.text import is_table_row, sentence_spans, table_header
 from apps.pipeline.types import Candidate
 from apps.workspaces.models import Workspace
 from apps.workspaces.tenancy import access
@@ -37,7 +40,29 @@ def chunk_search(*, workspace: Workspace, question: str, query_vector, params: R
     """The workspace's passages for a question: the one hybrid statement (dense HNSW + BM25,
     fused by weighted RRF), both legs filtered by the workspace."""
     with transaction.atomic(), connection.cursor() as cursor:
-        return hybrid_search(cursor, workspace_id=workspace.pk, question=question, query_vector=query_vector, params=params)
+        found = hybrid_search(cursor, workspace_id=workspace.pk, question=question, query_vector=query_vector, params=params)
+    return _with_table_headers(workspace, found)
+
+
+def _with_table_headers(workspace: Workspace, candidates: list[Candidate]) -> list[Candidate]:
+    """Each passage that opens inside a table whose heading line is in an earlier passage, with
+    that heading (read from the document's text): a row is read under its table's heading."""
+    headless = {}
+    for c in candidates:
+        first = next(iter(sentence_spans(c.text)), None)
+        if first is not None and is_table_row(c.text[first.start : first.end]) and table_header(c.text, first.start) is None:
+            headless[c.chunk_id] = c.start + first.start
+    if not headless:
+        return candidates
+    documents = {c.document_id for c in candidates if c.chunk_id in headless}
+    texts = dict(Document.objects.filter(workspace=workspace, pk__in=documents).values_list("id", "text"))
+    texts = {str(pk): text for pk, text in texts.items()}
+
+    def headed(c: Candidate) -> Candidate:
+        text = texts.get(c.document_id)
+        return replace(c, table_header=table_header(text, headless[c.chunk_id])) if c.chunk_id in headless and text else c
+
+    return [headed(c) for c in candidates]
 
 
 def documents_reindex_pending(*, workspace: Workspace) -> bool:

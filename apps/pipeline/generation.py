@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from rapidfuzz import fuzz
 
-from apps.pipeline.text import sentence_spans
+from apps.pipeline.text import is_table_row, sentence_spans, table_header
 from apps.pipeline.types import Answer, Candidate, Claim
 
 INSUFFICIENT = "I do not have sufficient information in this workspace's documents to answer that."
@@ -45,24 +45,97 @@ def local_extractive_answer(
     question: str = "",
     answerability: Answerability | None = None,
 ) -> Answer:
-    """The sources' sentences that answer the question, most likely first: similar to the question
-    (embedding), and, with an answerability model, read by it and led by the one that answers."""
-    sentences = [(index, s) for index, c in enumerate(sources, 1) for s in _sentences(c.text, params.max_sentence_chars)]
-    if not sentences:
+    """The sources' units (sentences, and table rows read with their table's heading) that answer
+    the question, the one that answers first: similar to the question (embedding), holding what
+    the question asks for (a figure for "how many", a name for "who"), and, with an answerability
+    model, read by it. A question that asks for a figure no similar unit holds is not answered."""
+    units = [(index, unit) for index, c in enumerate(sources, 1) for unit in units_of(c, params.max_sentence_chars)]
+    units = [(index, unit) for index, unit in units if not unit.row or _shares_words(question, unit.quote)]
+    if not units:
         return _insufficient()
-    similarities = embedder.embed([s for _, s in sentences]) @ question_vector
+    similarities = embedder.embed([u.read for _, u in units]) @ question_vector
     floor = max(params.min_similarity, params.relative_to_best * float(similarities.max()))
     ranked = [int(p) for p in np.argsort(-similarities, kind="stable") if similarities[p] >= floor]
+    wanted = asked_for(question)
+    if wanted:
+        ranked = [p for p in ranked if holds(units[p][1].quote, wanted, question)]
     if answerability is not None and question:
-        ranked = _by_answerability(question, sentences, ranked, similarities, answerability, params)
+        ranked = _by_answerability(question, [(i, u.read) for i, u in units], ranked, similarities, answerability, params)
     chosen: list[Claim] = []
     for position in ranked:
-        index, sentence = sentences[position]
-        if len(chosen) < params.max_claims and not any(fuzz.ratio(sentence, c.quote) >= params.duplicate_ratio for c in chosen):
-            chosen.append(Claim(text=sentence, source=index, quote=sentence))
+        index, unit = units[position]
+        if len(chosen) < params.max_claims and not any(fuzz.ratio(unit.quote, c.quote) >= params.duplicate_ratio for c in chosen):
+            chosen.append(Claim(text=unit.quote, source=index, quote=unit.quote))
     if not chosen:
-        return _insufficient()
+        return _insufficient(wanted)
     return Answer(text=" ".join(c.text for c in chosen), claims=tuple(chosen), insufficient=False, provider="local")
+
+
+@dataclass(frozen=True)
+class Unit:
+    quote: str  # verbatim from the passage
+    read: str  # what is compared with the question: a row with its table's heading line
+    row: bool = False
+
+
+def units_of(candidate: Candidate, max_chars: int) -> list[Unit]:
+    """A passage's sentences and table rows; a row is read under its table's heading line, from
+    the passage itself or, when the table starts in an earlier passage, as the search found it."""
+    units = []
+    for span in sentence_spans(candidate.text):
+        if span.end - span.start > max_chars:
+            continue
+        quote = candidate.text[span.start : span.end]
+        if not is_table_row(quote):
+            units.append(Unit(quote, quote))
+            continue
+        header = table_header(candidate.text, span.start) or candidate.table_header
+        units.append(Unit(quote, f"{header}\n{quote}" if header and header != quote else quote, row=True))
+    return units
+
+
+# What a question asks for, by its wording: a figure, or a name.
+NUMBER, NAME = "a figure", "a name"
+_ASKS_NUMBER = re.compile(
+    r"\b(how (many|much|long|large|big|old|far|fast|often|high|low)|in what year|which year|what year"
+    r"|what (\S+ ){0,3}(number|percentage|percent|share|proportion|fraction|rate|accuracy|score|amount|total|count"
+    r"|size|value|cost|price|ratio|f1|precision|recall|population|age))\b",
+    re.IGNORECASE,
+)
+_ASKS_NAME = re.compile(r"^\s*(who|whom|whose)\b", re.IGNORECASE)
+_FIGURE = re.compile(
+    r"\d[\d,.]*|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|sixty|seventy"
+    r"|eighty|ninety|hundreds?|thousands?|millions?|billions?|dozens?|half|once|twice)\b",
+    re.IGNORECASE,
+)
+
+
+def asked_for(question: str) -> str | None:
+    if _ASKS_NUMBER.search(question):
+        return NUMBER
+    if _ASKS_NAME.search(question):
+        return NAME
+    return None
+
+
+def holds(text: str, wanted: str, question: str) -> bool:
+    """Whether `text` holds what the question asks for and does not already say: a figure not in
+    the question (a question about "top-20" accuracy is not answered by its 20), or a name."""
+    if wanted == NUMBER:
+        known = {_figure(m) for m in _FIGURE.finditer(question)}
+        return any(_figure(m) not in known for m in _FIGURE.finditer(text))
+    asked = {w.lower() for w in re.findall(r"[^\W\d_]+", question)}
+    words = re.findall(r"[^\W\d_]+", text)
+    return any(w[0].isupper() and w.lower() not in asked for w in words[1:])
+
+
+def _figure(match: re.Match) -> str:
+    return match.group(0).lower().replace(",", "").rstrip(".")
+
+
+def _shares_words(question: str, text: str) -> bool:
+    """A table row is about what its own cells name: it answers only a question naming one."""
+    return bool(_content_words(question) & _content_words(text))
 
 
 def _by_answerability(question: str, sentences, ranked: list[int], similarities, answerability: Answerability, params) -> list[int]:
@@ -75,8 +148,9 @@ def _by_answerability(question: str, sentences, ranked: list[int], similarities,
     return [p for _, p in sorted(kept, key=lambda item: -item[0])]
 
 
-def _insufficient() -> Answer:
-    return Answer(text=INSUFFICIENT, claims=(), insufficient=True, provider="local")
+def _insufficient(wanted: str | None = None) -> Answer:
+    text = INSUFFICIENT if wanted is None else f"{INSUFFICIENT[:-1]}: the passages closest to the question do not state {wanted}."
+    return Answer(text=text, claims=(), insufficient=True, provider="local")
 
 
 def _sentences(text: str, max_chars: int) -> list[str]:

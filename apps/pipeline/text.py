@@ -12,17 +12,105 @@ _BOUNDARY = re.compile(r"""(?<=[.!?])["')\]]*\s+(?=["'(\[]?[A-Z0-9])|\n\s*\n""")
 _ABBREVIATIONS = {"e.g.", "i.e.", "etc.", "vs.", "dr.", "mr.", "mrs.", "ms.", "fig.", "no.", "al.", "approx."}
 
 
+# A table row as the parsers write it: DOCX cells joined by " | ", or a PDF line of figures
+# (pypdf gives a table row as one line: a label and its cells, mostly numbers).
+_CELL_SEPARATOR = " | "
+_NUMBER = re.compile(r"^[(\[]?[-+−]?[$€£]?\d[\d,.]*%?[)\]]?[*†‡]*$")
+_MIN_NUMERIC_CELLS = 3
+# Longer lines are prose or a whole page run together, not a row.
+_MAX_ROW_CHARS = 400
+
+
 def sentence_spans(text: str) -> list[Span]:
+    """The units a passage is read, quoted and cited by: its sentences, and each row of a table
+    (with the line heading the table) on its own, since rows carry no sentence punctuation."""
     spans: list[Span] = []
     start = 0
-    for match in _BOUNDARY.finditer(text):
-        tail = text[start : match.start()].rsplit(None, 1)
+    for block_start, block_end in _row_blocks(text):
+        _prose_spans(spans, text, start, block_start)
+        for line in _lines(text, block_start, block_end):
+            _append_trimmed(spans, text, line.start, line.end)
+        start = block_end
+    _prose_spans(spans, text, start, len(text))
+    return spans
+
+
+def is_table_row(line: str) -> bool:
+    line = line.strip()
+    if not line or len(line) > _MAX_ROW_CHARS:
+        return False
+    if _CELL_SEPARATOR in f" {line} ":  # a row may start or end with an empty cell
+        return True
+    tokens = line.split()
+    numeric = sum(1 for t in tokens if _NUMBER.match(t))
+    return numeric >= _MIN_NUMERIC_CELLS and numeric * 2 >= len(tokens)
+
+
+def table_header(text: str, row_start: int) -> str | None:
+    """The line heading the table that the row at `row_start` belongs to: the first row of a
+    table of cells (DOCX), or the line just above a table of figures (PDF). None when the
+    table starts before `text` does."""
+    lines = list(_lines(text, 0, len(text)))
+    at = next((i for i, line in enumerate(lines) if line.start <= row_start < line.end + 1), None)
+    if at is None or not is_table_row(text[lines[at].start : lines[at].end]):
+        return None
+    first = at
+    while first > 0 and is_table_row(text[lines[first - 1].start : lines[first - 1].end]):
+        first -= 1
+    if _CELL_SEPARATOR in text[lines[first].start : lines[first].end] and first < at:
+        return text[lines[first].start : lines[first].end].strip()
+    if first == 0:
+        return None
+    above = text[lines[first - 1].start : lines[first - 1].end].strip()
+    return above if above and len(above) <= _MAX_ROW_CHARS * 2 else None
+
+
+def _prose_spans(spans: list[Span], text: str, start: int, end: int) -> None:
+    segment = text[start:end]
+    cursor = 0
+    for match in _BOUNDARY.finditer(segment):
+        tail = segment[cursor : match.start()].rsplit(None, 1)
         if tail and tail[-1].lower() in _ABBREVIATIONS:
             continue
-        _append_trimmed(spans, text, start, match.start())
-        start = match.end()
-    _append_trimmed(spans, text, start, len(text))
-    return spans
+        _append_trimmed(spans, text, start + cursor, start + match.start())
+        cursor = match.end()
+    _append_trimmed(spans, text, start + cursor, end)
+
+
+def _lines(text: str, start: int, end: int):
+    position = start
+    while position < end:
+        stop = text.find("\n", position, end)
+        stop = end if stop < 0 else stop
+        yield Span(position, stop)
+        position = stop + 1
+
+
+def _row_blocks(text: str) -> list[tuple[int, int]]:
+    """Where the tables are: runs of at least two row lines, each run taken with the line
+    just above it (a table's heading line), as (start, end) offsets."""
+    if "\n" not in text:
+        return []
+    lines = list(_lines(text, 0, len(text)))
+    rows = [is_table_row(text[line.start : line.end]) for line in lines]
+    blocks: list[tuple[int, int]] = []
+    i = 0
+    while i < len(lines):
+        if not rows[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(lines) and rows[j + 1]:
+            j += 1
+        if j > i:
+            first = i - 1 if i > 0 and text[lines[i - 1].start : lines[i - 1].end].strip() and not _ends_at(blocks, lines[i - 1].start) else i
+            blocks.append((lines[first].start, lines[j].end))
+        i = j + 1
+    return blocks
+
+
+def _ends_at(blocks: list[tuple[int, int]], position: int) -> bool:
+    return bool(blocks) and blocks[-1][1] >= position
 
 
 def chunk_text(text: str, *, size: int, overlap: int) -> list[ChunkDraft]:

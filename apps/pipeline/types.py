@@ -35,6 +35,9 @@ class Candidate:
     fused_score: float
     cosine: float | None = None  # with the question, from the stored embedding, for every candidate
     url: str | None = None  # set for a web search result, which is no document of the workspace
+    # The heading line of the table this passage's first rows belong to, when the table starts
+    # in an earlier passage (a row is read with its table's heading).
+    table_header: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,118 @@
+"""Table rows as units: read (with their table's heading line), picked by the extractive
+provider and quoted verbatim, in the text pypdf and python-docx give of real tables; and the
+provider leading with the unit that holds what the question asks for."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.pipeline.embedding import get_embedder
+from apps.pipeline.generation import NUMBER, ExtractiveParams, asked_for, holds, local_extractive_answer
+from apps.pipeline.parsing import extract
+from apps.pipeline.text import chunk_text, is_table_row, sentence_spans, table_header
+from apps.pipeline.types import Candidate
+from tests.conftest import ROOT
+
+DOCS = ROOT.parent / "shared" / "data" / "docs"
+NICS = DOCS / "pdf" / "nics-background-checks-2015-11.pdf"
+TEXAS = "How many firearm background checks were run in Texas?"
+
+
+@pytest.fixture(scope="module")
+def nics() -> str:
+    return extract(NICS.name, NICS.read_bytes()).text
+
+
+def units(text: str) -> list[str]:
+    return [text[s.start : s.end] for s in sentence_spans(text)]
+
+
+def candidate(text: str, start: int = 0, **fields) -> Candidate:
+    return Candidate("c1", "d1", "nics.pdf", 0, text, start, start + len(text), 1, 0.6, 1, 9.0, 0.03, **fields)
+
+
+def answer(question: str, sources: list[Candidate], **params):
+    embedder = get_embedder()
+    vector = embedder.embed([question])[0]
+    return local_extractive_answer(vector, sources, embedder, ExtractiveParams(**params), question=question)
+
+
+def test_each_row_of_a_pdf_table_is_a_unit_of_its_own(nics):
+    rows = [u for u in units(nics) if u.startswith(("Texas ", "Alabama ", "Wyoming "))]
+    assert [r.split()[0] for r in rows] == ["Alabama", "Texas", "Wyoming"]
+    assert all("\n" not in r and is_table_row(r) for r in rows)
+    assert table_header(nics, nics.index("Texas ")).startswith("State / Territory Permit")
+
+
+def test_a_chunk_never_cuts_a_row_in_two(nics):
+    chunks = [set(c.text.splitlines()) for c in chunk_text(nics, size=800, overlap=120)]
+    rows = [line for line in nics.splitlines() if is_table_row(line)]
+    assert len(rows) > 50
+    assert all(any(row in lines for lines in chunks) for row in rows)
+
+
+def test_docx_rows_are_units_headed_by_their_first_row():
+    path = DOCS / "docx" / "word_tables.docx"
+    text = extract(path.name, path.read_bytes()).text
+    assert "Cell 1.0 | Cell 1.1 | Cell 1.2" in units(text)
+    assert table_header(text, text.index("Cell 2.0 | Cell 2.1")) == "Header 0.0 | Header 0.1 | Header 0.2"
+
+
+def test_prose_with_figures_is_not_taken_for_a_table():
+    prose = "Dense retrieval reaches 78.4% on NQ, 79.4 on\nTriviaQA and 65.2 on WebQuestions, against 59.1\nfor BM25 in our runs."
+    assert len(units(prose)) == 1
+
+
+def test_the_texas_row_answers_the_texas_question_quoted_verbatim(nics):
+    given = answer(TEXAS, [candidate(nics)])
+    assert not given.insufficient
+    lead = given.claims[0]
+    assert lead.quote.startswith("Texas ")
+    assert lead.quote in nics
+    assert all(not c.quote.startswith(("Oklahoma", "Kansas", "Maine")) for c in given.claims)
+
+
+def test_a_row_whose_table_heading_is_in_an_earlier_passage_is_read_under_it(nics):
+    start = nics.index("Tennessee ")
+    tail = nics[start : nics.index("\n", nics.index("Texas ")) + 1]
+    header = table_header(nics, nics.index("Texas "))
+    given = answer(TEXAS, [candidate(tail, start, table_header=header)])
+    assert given.claims[0].quote.startswith("Texas ")
+
+
+def test_a_figure_question_leads_with_the_sentence_that_holds_a_figure():
+    question = "What top-20 retrieval accuracy does dense passage retrieval reach on Natural Questions?"
+    text = (
+        "Dense passage retrieval is a method for open-domain question answering on Natural Questions. "
+        "Dense passage retrieval reaches 78.4% top-20 retrieval accuracy on Natural Questions."
+    )
+    given = answer(question, [candidate(text)])
+    assert [c.quote for c in given.claims] == ["Dense passage retrieval reaches 78.4% top-20 retrieval accuracy on Natural Questions."]
+
+
+def test_a_figure_question_that_no_passage_answers_says_so():
+    question = "What top-20 retrieval accuracy does dense passage retrieval reach on Natural Questions?"
+    text = "Dense passage retrieval is a method for open-domain question answering on Natural Questions."
+    given = answer(question, [candidate(text)])
+    assert given.insufficient
+    assert given.claims == ()
+    assert "do not state a figure" in given.text
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        ("How many checks were run in Texas?", "Texas ran 1,234 checks.", True),
+        ("What top-20 accuracy does DPR reach?", "DPR is evaluated on top-20 accuracy.", False),
+        ("How many loaves does the bakery bake?", "The bakery bakes twelve loaves.", True),
+        ("What percentage of claims are supported?", "Most claims are supported.", False),
+    ],
+)
+def test_what_a_question_asks_for_and_what_holds_it(question, text, expected):
+    assert asked_for(question) == NUMBER
+    assert holds(text, NUMBER, question) is expected
+
+
+def test_questions_that_ask_for_neither_are_answered_by_similarity_alone():
+    assert asked_for("Why does the gate refuse?") is None
+    assert asked_for("What happens when a quote is not found?") is None

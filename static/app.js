@@ -47,6 +47,19 @@ document.addEventListener("click", (event) => {
   if (mark) mark.scrollIntoView({ block: "nearest" });
 });
 
+// A citation mark in the answer text ([1]) selects its claim: the same as choosing the claim
+// (without this script the link reloads the page with ?claim=N).
+document.addEventListener("click", (event) => {
+  const mark = event.target.closest("a.cite[data-claim]");
+  if (!mark) return;
+  const button = document.querySelector(`button.claim-select[data-claim="${mark.dataset.claim}"]`);
+  if (!button) return;
+  event.preventDefault();
+  button.click();
+  button.scrollIntoView({ block: "nearest" });
+  button.focus({ preventScroll: true });
+});
+
 // Score bars carry their values in data attributes (the Content-Security-Policy allows no
 // inline styles) and get them as CSS variables here, on load and in every htmx swap.
 function fillScorebars(root) {

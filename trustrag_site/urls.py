@@ -26,6 +26,7 @@ workspace_api = [
     path("api-keys/<uuid:key_id>/", apikeys_api.ApiKeyDetailAPI.as_view(), name="api_key"),
     path("queries/", queries_api.QueryListCreateAPI.as_view(), name="api_queries"),
     path("queries/<uuid:run_id>/", queries_api.QueryDetailAPI.as_view(), name="api_query"),
+    path("queries/<uuid:run_id>/reverify/", queries_api.QueryReverifyAPI.as_view(), name="api_query_reverify"),
     path("documents/", documents_api.DocumentListCreateAPI.as_view(), name="api_documents"),
     path("documents/<uuid:document_id>/", documents_api.DocumentDetailAPI.as_view(), name="api_document"),
     path("documents/<uuid:document_id>/reindex/", documents_api.DocumentReindexAPI.as_view(), name="api_document_reindex"),

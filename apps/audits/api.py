@@ -18,6 +18,9 @@ FILTER_PARAMETERS = [
     OpenApiParameter("q", str, description="full-text search over questions"),
     OpenApiParameter("risk", str, enum=list(RISKS)),
     OpenApiParameter("refused", str, enum=["yes", "no"]),
+    OpenApiParameter(
+        "source_changed", str, enum=["yes", "no"], description="answers whose cited documents were deleted or re-indexed since"
+    ),
     OpenApiParameter("mode", str, enum=list(MODES)),
     OpenApiParameter("verdict", str, enum=list(VERDICTS), description="records with a claim judged so"),
     OpenApiParameter("actor", str, description="user name or API key label"),

@@ -20,6 +20,12 @@ class AuditFilterForm(forms.Form):
     q = TextField(required=False, max_length=200, one_line=True, label="Question", widget=forms.TextInput(attrs={"type": "search"}))
     risk = forms.ChoiceField(required=False, choices=ANY + [(r, r.capitalize()) for r in RISKS])
     refused = forms.ChoiceField(required=False, choices=[*ANY, ("yes", "refusals only"), ("no", "answers only")], label="Refused")
+    source_changed = forms.ChoiceField(
+        required=False,
+        choices=[*ANY, ("yes", "changed since"), ("no", "unchanged")],
+        label="Sources",
+        help_text="a cited document deleted or re-indexed",
+    )
     mode = forms.ChoiceField(required=False, choices=ANY + [(m, m.capitalize()) for m in MODES])
     verdict = forms.ChoiceField(required=False, choices=ANY + [(v, v.replace("_", " ")) for v in VERDICTS], label="A claim judged")
     actor = TextField(required=False, max_length=200, one_line=True, label="Asked by", help_text="user name or API key label")
@@ -43,6 +49,7 @@ class AuditFilterForm(forms.Form):
         fields = ("q", "risk", "mode", "verdict", "actor", "date_from", "date_to")
         return AuditFilters(
             refused=refused,
+            source_changed={"yes": True, "no": False}.get(data["source_changed"]),
             sort=data["sort"] or "newest",
             include_evaluation=data["evaluation"],
             **{name: data[name] for name in fields},

@@ -112,3 +112,16 @@ class AuditEvent(TenantModel):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["workspace", "-created_at"], name="auditevent_ws_created")]
+
+
+class SourceChange(TenantModel):
+    """An answer whose cited documents changed since it was recorded (deleted, or re-indexed with
+    different text where a cited passage stood). Kept beside the append-only records, which
+    never change: the history filters on it, and a re-verification is a new record."""
+
+    query_run_id = models.UUIDField()
+    changes = models.JSONField(default=list)  # [{"source", "document_id", "title", "change"}]
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "query_run_id"], name="sourcechange_unique_run")]

@@ -5,10 +5,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.contrib.postgres.search import SearchQuery
-from django.db.models import F, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db.models.fields.json import KT
 from django.utils import timezone
 
-from apps.audits.models import GENESIS_HASH, AuditEvent, AuditRecord, record_hash
+from apps.audits.models import GENESIS_HASH, AuditEvent, AuditRecord, SourceChange, record_hash
 from apps.workspaces.models import Workspace
 from apps.workspaces.tenancy import access
 
@@ -35,6 +36,7 @@ class AuditFilters:
     date_from: dt.date | None = None  # inclusive, in the site's time zone
     date_to: dt.date | None = None  # inclusive
     q: str = ""  # words or part of a word of the question
+    source_changed: bool | None = None  # True: answers whose cited documents changed since; False: the others
     sort: str = "newest"  # one of SORTS
     include_evaluation: bool = False  # also the answers that evaluation runs asked for
 
@@ -50,7 +52,12 @@ def audit_record_list(*, workspace: Workspace, filters: AuditFilters | None = No
     """The workspace's answer records, filtered and sorted, without their payloads (a list
     never needs the whole trace; `.defer(None)` brings it back)."""
     filters = filters or AuditFilters()
-    records = AuditRecord.objects.filter(workspace=workspace, **_exact(filters))
+    changed = SourceChange.objects.filter(workspace=workspace, query_run_id=OuterRef("query_run_id"))
+    records = AuditRecord.objects.filter(workspace=workspace, **_exact(filters)).annotate(
+        source_changed=Exists(changed), reverification_of=KT("payload__reverification_of__audit_sequence")
+    )
+    if filters.source_changed is not None:
+        records = records.filter(source_changed=filters.source_changed)
     if not filters.include_evaluation:
         records = records.filter(evaluation=False)
     if filters.verdict:

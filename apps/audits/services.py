@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from django.db import transaction
 from django.db.models import F
 from django.db.models.functions import JSONObject
+from django.utils import timezone
 
-from apps.audits.models import GENESIS_HASH, AuditEvent, AuditRecord, record_hash
+from apps.audits.models import GENESIS_HASH, AuditEvent, AuditRecord, SourceChange, record_hash
 from apps.audits.selectors import AuditFilters, audit_record_list
 from apps.core.errors import ApplicationError
 from apps.workspaces.models import Membership, Workspace
@@ -31,6 +32,20 @@ def audit_record_create(*, workspace: Workspace, asked_by, actor_label: str, que
         fields = {"sequence": sequence, "query_run_id": query_run_id, "actor_label": actor_label, "payload": payload}
         digest = record_hash(prev_hash=prev_hash, workspace_id=workspace.pk, **fields)
         return AuditRecord.objects.create(workspace=workspace, actor=asked_by, prev_hash=prev_hash, hash=digest, **fields)
+
+
+def audit_source_change_note(*, workspace: Workspace, query_run_id, changes: list[dict]) -> None:
+    """Record that the answer `query_run_id` now cites changed sources (or, with no changes, no
+    longer does), for the history's "source changed" filter."""
+    if not changes:
+        SourceChange.objects.filter(workspace=workspace, query_run_id=query_run_id).delete()
+        return
+    SourceChange.objects.update_or_create(
+        workspace=workspace,
+        query_run_id=query_run_id,
+        defaults={"changes": changes},
+        create_defaults={"changes": changes, "seen_at": timezone.now()},
+    )
 
 
 def audit_event_record(*, workspace: Workspace, actor: Membership | KeyMembership | None, action: str, data: dict) -> AuditEvent:

@@ -17,6 +17,7 @@ from apps.core.errors import ApplicationError
 from apps.core.events import event_record
 from apps.core.text import safe_filename, storable
 from apps.documents.models import Chunk, Document, DocumentStatus
+from apps.documents.signals import document_text_changed
 from apps.documents.sql import index_document, unindex_document
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.parsing import Extracted, ParseError, check_supported, extract
@@ -90,6 +91,7 @@ def document_ingest(*, workspace: Workspace, document_id) -> Document | None:
     vectors = _embed_with_progress(document, [d.text for d in drafts])
     document_chunks_write(document=document, extracted=extracted, drafts=drafts, vectors=vectors)
     document.refresh_from_db()
+    document_text_changed.send(sender=Document, workspace=workspace, document_id=document.pk)
     return document
 
 
@@ -100,6 +102,7 @@ def document_delete(*, workspace: Workspace, actor, document_id) -> None:
         with connection.cursor() as cursor:
             unindex_document(cursor, workspace_id=workspace.pk, document_id=document.pk)
         document.delete()
+        document_text_changed.send(sender=Document, workspace=workspace, document_id=document_id)
         event_record(
             workspace=workspace,
             actor=actor,

@@ -25,7 +25,7 @@ from apps.pipeline.prompting import parse_rewrite, rewrite_messages
 from apps.pipeline.providers import GenerationRequest, Router
 from apps.pipeline.rerank import Reranker, Scored
 from apps.pipeline.retrieval import RetrievalParams
-from apps.pipeline.trust import Trust, TrustWeights, source_agreement, trust_score
+from apps.pipeline.trust import REFUSED, Trust, TrustWeights, source_agreement, trust_score
 from apps.pipeline.types import Answer, Candidate, VerifiedClaim
 from apps.pipeline.verification import verify_answer
 from apps.pipeline.websearch import WebSearchError, as_candidates
@@ -101,6 +101,45 @@ class Retrieved:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """Who refused and on what evidence: the gate (its score against its threshold), the
+    corrective step (no passage above its lower threshold), or the provider (nothing in the
+    passages answered; the gate's evidence, which passed, is kept)."""
+
+    by: str  # "gate" | "corrective" | "provider"
+    reason: str
+    provider: str | None = None
+    relevance: float | None = None
+    answerability: float | None = None
+    score: float | None = None  # the score held to the threshold
+    threshold: float | None = None
+    threshold_name: str = ""
+
+
+def refusal_of(gate: GateDecision, reply: Answer, reranked: list[Scored], corrective: dict) -> Refusal:
+    evidence = {"relevance": gate.relevance, "answerability": gate.answerability}
+    if gate.passed:
+        return Refusal(
+            "provider",
+            reply.text,
+            reply.provider,
+            **evidence,
+            score=gate.top_score,
+            threshold=gate.threshold if gate.enabled else None,
+            threshold_name="the gate threshold (passed)" if gate.enabled else "",
+        )
+    if gate.top_score is not None:
+        return Refusal("gate", gate.reason, **evidence, score=gate.top_score, threshold=gate.threshold, threshold_name="the gate threshold")
+    if reranked:  # passages were found, but none above corrective RAG's lower threshold was kept
+        best = max(s.score for s in reranked)
+        lower = corrective.get("params", {}).get("lower")
+        return Refusal(
+            "corrective", gate.reason, relevance=best, score=best, threshold=lower, threshold_name="the lower corrective threshold"
+        )
+    return Refusal("gate", gate.reason, threshold=gate.threshold, threshold_name="the gate threshold")
+
+
+@dataclass(frozen=True)
 class AnswerTrace:
     """Everything an answer's stages saw and decided, in order."""
 
@@ -116,6 +155,7 @@ class AnswerTrace:
     trust: Trust
     reranker: str
     timings: dict[str, float] = field(default_factory=dict)
+    refusal: Refusal | None = None
 
     @property
     def sources(self) -> list[Candidate]:
@@ -142,9 +182,12 @@ def answer(question: str, *, mode: str, settings: AnswerSettings, tools: Tools, 
     # 7. Score trust.
     with clock.stage("score") as note:
         trust = _trust(reply, verified, pool, settings.trust)
-        note["detail"] = f"confidence {trust.confidence:.0%}, {trust.risk} risk"
+        refusal = refusal_of(gate, reply, retrieved.reranked, corrective) if trust.risk == REFUSED else None
+        note["detail"] = (
+            f"refused by {refusal.by}: no confidence given" if refusal else f"confidence {trust.confidence:.0%}, {trust.risk} risk"
+        )
     return AnswerTrace(
-        question, mode, retrieved, corrective, pool, gate, reply, verified, attempts, trust, tools.reranker.name, clock.timings
+        question, mode, retrieved, corrective, pool, gate, reply, verified, attempts, trust, tools.reranker.name, clock.timings, refusal
     )
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from apps.pipeline.types import VerifiedClaim
 
 LOW, MEDIUM, HIGH = "low", "medium", "high"
+# A refusal claims nothing: it has no confidence and no risk of a hallucination, only its reason.
+REFUSED = "refused"
 UNSAFE_VERDICTS = {"hallucinated_quote", "contradicts"}
 
 
@@ -22,10 +24,10 @@ class TrustWeights:
 @dataclass(frozen=True)
 class Trust:
     retrieval: float  # the best relevance among the passages the answer drew on
-    agreement: float  # how strongly the cited sources back each claim, by the judge's belief
-    grounding: float  # share of claims located in their source and supported by it
-    confidence: float
-    risk: str
+    agreement: float | None  # how strongly the cited sources back each claim, by the judge's belief
+    grounding: float | None  # share of claims located in their source and supported by it
+    confidence: float | None  # None for a refusal, which claims nothing
+    risk: str  # low / medium / high, or refused
     reasons: tuple[str, ...]
 
 
@@ -49,8 +51,9 @@ def _support(v: VerifiedClaim) -> float:
 def trust_score(*, retrieval: float | None, agreement: float, verified: list[VerifiedClaim], refused: bool, weights: TrustWeights) -> Trust:
     retrieval = min(max(retrieval or 0.0, 0.0), 1.0)
     if refused:
-        # An honest refusal is grounded: it asserts nothing a source would have to back.
-        return Trust(retrieval, 1.0, 1.0, 1.0, LOW, ("refused: no claim made",))
+        # Nothing was claimed: there is no answer to be confident in, and a meter reading 100 %
+        # would be read as "certainly right". The best relevance stays, as evidence.
+        return Trust(round(retrieval, 4), None, None, None, REFUSED, ("refused: no claim made, so no confidence is given",))
     grounding = sum(v.faithful for v in verified) / len(verified) if verified else 0.0
     total = weights.retrieval + weights.agreement + weights.grounding
     confidence = (weights.retrieval * retrieval + weights.agreement * agreement + weights.grounding * grounding) / total

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
@@ -9,9 +11,11 @@ from apps.audits.selectors import audit_record_for_run
 from apps.core import idempotency, strict
 from apps.core.api import error_responses
 from apps.core.idempotency import idempotent
+from apps.pipeline.citations import Citation, marked_text, place_citations
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
-from apps.queries.selectors import access_query_run, query_run_list
+from apps.queries.selectors import access_query_run, query_run_list, query_run_refusal
 from apps.queries.services import query_answer, query_run_enqueue
+from apps.queries.sources import query_run_reverify
 from apps.workspaces.api_base import WorkspaceAPIView
 
 
@@ -71,6 +75,9 @@ class SourceSerializer(serializers.Serializer):
     keyword_score = serializers.FloatField(allow_null=True)
     rerank_score = serializers.FloatField(allow_null=True, help_text="relevance in [0, 1]")
     url = serializers.CharField(allow_null=True, help_text="set for a web search result")
+    location = serializers.CharField(
+        required=False, allow_null=True, help_text='where the passage sits: "p. 3", "p. 3, OCR", "Sales, rows 2–5", "slide 4"'
+    )
 
 
 class GateSerializer(serializers.Serializer):
@@ -114,8 +121,38 @@ class StageSerializer(serializers.Serializer):
 
 
 class RefusalSerializer(serializers.Serializer):
-    by = serializers.ChoiceField(choices=["gate", "generator"], help_text="the confidence gate, or the provider that found no answer")
+    by = serializers.ChoiceField(
+        choices=["gate", "corrective", "provider"],
+        help_text="the confidence gate; the corrective step (no passage above its lower threshold); or the provider, which found no answer",
+    )
+    who = serializers.CharField(help_text="`by` in words")
     reason = serializers.CharField()
+    provider = serializers.CharField(allow_null=True, help_text="the provider that refused (by provider)")
+    relevance = serializers.FloatField(allow_null=True, help_text="the best passage's relevance")
+    answerability = serializers.FloatField(allow_null=True, help_text="the verifier's belief that the best passage answers")
+    score = serializers.FloatField(allow_null=True, help_text="the score held to `threshold`")
+    threshold = serializers.FloatField(allow_null=True)
+    threshold_name = serializers.CharField(
+        help_text="which threshold: the gate's (passed, for a provider's refusal) or corrective RAG's lower one"
+    )
+
+
+class SourceChangeSerializer(serializers.Serializer):
+    source = serializers.IntegerField(help_text="the source's number in `sources`")
+    document_id = serializers.CharField()
+    title = serializers.CharField()
+    change = serializers.ChoiceField(
+        choices=["deleted", "changed"], help_text="deleted, or re-indexed with different text where the passage stood"
+    )
+
+
+class CitationSerializer(serializers.Serializer):
+    claim = serializers.IntegerField(help_text="the claim's number in `claims`")
+    source = serializers.IntegerField(help_text="the source it cites, as marked in `answer_marked`")
+    start = serializers.IntegerField(
+        allow_null=True, help_text="where the claim's statement stands in `answer`; null when the text does not hold it"
+    )
+    end = serializers.IntegerField(allow_null=True)
 
 
 class QueryRunSerializer(serializers.ModelSerializer):
@@ -127,12 +164,20 @@ class QueryRunSerializer(serializers.ModelSerializer):
     attempts = serializers.SerializerMethodField()
     stages = serializers.SerializerMethodField()
     refusal = serializers.SerializerMethodField(help_text="null when answered (or not settled yet)")
+    answer_marked = serializers.SerializerMethodField(help_text="the answer with each claim's source number after it: … [1]")
+    citations = serializers.SerializerMethodField()
+    source_changed = serializers.SerializerMethodField(help_text="a cited document was deleted or re-indexed with different text")
+    source_changes = serializers.SerializerMethodField()
+    reverifies = serializers.SerializerMethodField(help_text="the id of the answer this run re-verified, or null")
+    reverify_url = serializers.SerializerMethodField(help_text="POST here to re-verify this answer against its sources' current text")
     audit_id = serializers.SerializerMethodField()
     url = serializers.SerializerMethodField()
     # The names the original TrustRAG designs used, so their clients keep working.
     refusal_triggered = serializers.SerializerMethodField()
-    confidence_score = serializers.FloatField(source="confidence", read_only=True, allow_null=True)
-    hallucination_risk = serializers.SerializerMethodField()
+    confidence_score = serializers.SerializerMethodField(help_text="confidence in [0, 1]; null for a refusal, which claims nothing")
+    hallucination_risk = serializers.SerializerMethodField(help_text="Low, Medium or High; null for a refusal (see `refusal`)")
+    confidence = serializers.SerializerMethodField(help_text="null for a refusal")
+    risk = serializers.SerializerMethodField(help_text="low, medium, high, or refused")
 
     def get_asked_by(self, run) -> str:
         return run.asked_by.username if run.asked_by else run.actor_label
@@ -163,11 +208,42 @@ class QueryRunSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(RefusalSerializer(allow_null=True))
     def get_refusal(self, run):
-        if run.status != QueryStatus.DONE or not run.insufficient:
-            return None
-        if run.gate.get("passed") is False:
-            return {"by": "gate", "reason": run.gate.get("reason", "")}
-        return {"by": "generator", "reason": f"{run.provider or 'the provider'} found nothing in the sources that answers the question"}
+        return query_run_refusal(run) if run.status == QueryStatus.DONE else None
+
+    def _citations(self, run) -> list[Citation]:
+        return place_citations(run.answer, run.claims) if run.status == QueryStatus.DONE and not run.insufficient else []
+
+    def get_answer_marked(self, run) -> str:
+        return marked_text(run.answer, self._citations(run)) if run.status == QueryStatus.DONE else run.answer
+
+    @extend_schema_field(CitationSerializer(many=True))
+    def get_citations(self, run):
+        return [asdict(c) for c in self._citations(run)]
+
+    def get_source_changed(self, run) -> bool:
+        return run.source_changed_at is not None
+
+    @extend_schema_field(SourceChangeSerializer(many=True))
+    def get_source_changes(self, run):
+        return run.source_changes
+
+    def get_reverifies(self, run) -> str | None:
+        return None if run.reverifies_id is None else str(run.reverifies_id)
+
+    def get_reverify_url(self, run) -> str:
+        return reverse("api_query_reverify", kwargs={"workspace_id": run.workspace_id, "run_id": run.pk})
+
+    def _refused(self, run) -> bool:
+        return run.status == QueryStatus.DONE and run.insufficient
+
+    def get_confidence(self, run) -> float | None:
+        return None if self._refused(run) else run.confidence
+
+    def get_confidence_score(self, run) -> float | None:
+        return self.get_confidence(run)
+
+    def get_risk(self, run) -> str:
+        return "refused" if self._refused(run) else run.risk
 
     def get_audit_id(self, run) -> str | None:
         if hasattr(run, "audit_record_id"):  # read with the run by the selectors: no query per row
@@ -183,7 +259,7 @@ class QueryRunSerializer(serializers.ModelSerializer):
         return run.insufficient if run.settled else None
 
     def get_hallucination_risk(self, run) -> str | None:
-        return run.risk.capitalize() if run.risk else None
+        return None if self._refused(run) or not run.risk else run.risk.capitalize()
 
     class Meta:
         model = QueryRun
@@ -195,6 +271,12 @@ class QueryRunSerializer(serializers.ModelSerializer):
             "answer",
             "insufficient",
             "refusal",
+            "answer_marked",
+            "citations",
+            "source_changed",
+            "source_changes",
+            "reverifies",
+            "reverify_url",
             "provider",
             "claims",
             "sources",
@@ -262,3 +344,22 @@ class QueryDetailAPI(WorkspaceAPIView):
     @extend_schema(responses={200: QueryRunSerializer} | error_responses())
     def get(self, request, workspace_id, run_id):
         return Response(QueryRunSerializer(access_query_run(request.workspace, run_id)).data)
+
+
+class QueryReverifyAPI(WorkspaceAPIView):
+    serializer_class = QueryRunSerializer
+    write_operation = "reverify"
+
+    @extend_schema(
+        request=None,
+        responses={201: OpenApiResponse(QueryRunSerializer, description="The re-verification: a new answer linked to the original.")}
+        | error_responses(400, 403),
+        description=(
+            "Judge an answer's claims again against its sources' current text (after a cited document was deleted or "
+            "re-indexed). The new verdicts are a new run (`reverifies` names the original) with its own audit record linked "
+            "to the original's, which stays as it was."
+        ),
+    )
+    def post(self, request, workspace_id, run_id):
+        run = query_run_reverify(workspace=request.workspace, actor=request.membership, run_id=run_id)
+        return Response(QueryRunSerializer(run).data, status=status.HTTP_201_CREATED)

@@ -41,12 +41,21 @@ class QueryRun(TenantModel):
     attempts = models.JSONField(default=list, blank=True)
     # Trust: the three components, the weighted confidence in [0, 1] and the risk label.
     trust = models.JSONField(default=dict, blank=True)
-    confidence = models.FloatField(null=True, blank=True)
-    risk = models.CharField(max_length=10, blank=True)
+    confidence = models.FloatField(null=True, blank=True)  # null for a refusal: nothing was claimed
+    risk = models.CharField(max_length=10, blank=True)  # low / medium / high, or refused
+    # For a refusal: who refused (gate, corrective, provider), why, and the evidence with the
+    # threshold it was held to (apps.pipeline.answer.Refusal); null for an answer.
+    refusal = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     # Asked by an evaluation run (apps.evals), not a person: kept out of the history lists.
     evaluation = models.BooleanField(default=False)
+    # Set when a document this answer cites was deleted or re-indexed with different text:
+    # [{"source", "document_id", "title", "change": "deleted" | "changed"}], and when it was seen.
+    source_changes = models.JSONField(default=list, blank=True)
+    source_changed_at = models.DateTimeField(null=True, blank=True)
+    # A re-verification: the answer of `reverifies` judged again against its sources' current text.
+    reverifies = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reverifications")
 
     STAGES = ("retrieve", "rerank", "correct", "gate", "generate", "verify", "score")
 

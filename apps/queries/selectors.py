@@ -22,3 +22,68 @@ def access_query_run(workspace: Workspace, run_id) -> QueryRun:
 def _with_audit_record_id(runs: QuerySet[QueryRun]) -> QuerySet[QueryRun]:
     records = AuditRecord.objects.filter(workspace_id=OuterRef("workspace_id"), query_run_id=OuterRef("pk")).values("pk")[:1]
     return runs.annotate(audit_record_id=Subquery(records))
+
+
+WHO_REFUSED = {
+    "gate": "the confidence gate, before any answer was generated",
+    "corrective": "the corrective step: no passage was relevant enough to keep",
+    "provider": "the provider, which found nothing in the passages that answers",
+}
+
+
+def query_run_refusal(run: QueryRun, record: AuditRecord | None = None) -> dict | None:
+    """Who refused a settled run and on what evidence (see apps.pipeline.answer.Refusal), or None
+    for an answer. Runs answered before refusals were recorded are read from their gate and
+    their audit record the same way."""
+    if not run.settled or not run.insufficient:
+        return None
+    refusal = run.refusal or _refusal_of_an_older_run(run, record)
+    return refusal | {"who": WHO_REFUSED.get(refusal["by"], refusal["by"])}
+
+
+def _refusal_of_an_older_run(run: QueryRun, record: AuditRecord | None) -> dict:
+    gate = run.gate or {}
+    evidence = {"relevance": gate.get("relevance"), "answerability": gate.get("answerability"), "provider": None}
+    if gate.get("passed") is not False:
+        threshold = gate.get("threshold") if gate.get("enabled") else None
+        name = "the gate threshold (passed)" if threshold is not None else ""
+        return {
+            "by": "provider",
+            "reason": run.answer,
+            **evidence,
+            "provider": run.provider,
+            "score": gate.get("top_score"),
+            "threshold": threshold,
+            "threshold_name": name,
+        }
+    if gate.get("top_score") is not None:
+        return {
+            "by": "gate",
+            "reason": gate.get("reason", ""),
+            **evidence,
+            "score": gate["top_score"],
+            "threshold": gate.get("threshold"),
+            "threshold_name": "the gate threshold",
+        }
+    trace = record.payload if record else {}
+    scores = [s["score"] for s in trace.get("rerank", {}).get("scores", [])]
+    lower = trace.get("corrective", {}).get("params", {}).get("lower")
+    if scores:
+        best = max(scores)
+        return {
+            "by": "corrective",
+            "reason": gate.get("reason", ""),
+            **evidence,
+            "relevance": best,
+            "score": best,
+            "threshold": lower,
+            "threshold_name": "the lower corrective threshold",
+        }
+    return {
+        "by": "gate",
+        "reason": gate.get("reason", ""),
+        **evidence,
+        "score": None,
+        "threshold": gate.get("threshold"),
+        "threshold_name": "the gate threshold",
+    }

@@ -138,7 +138,7 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
     started, progress = time.perf_counter(), _Progress(run)
     threshold = options.gate_threshold if run.threshold_override is None else run.threshold_override
     answer_settings = replace(_answer_settings(options), gate_threshold=threshold)
-    trace = answer(run.question, mode=run.mode, settings=answer_settings, tools=_tools(workspace, options), clock=progress.clock)
+    trace = answer(run.question, mode=run.mode, settings=answer_settings, tools=tools_for(workspace, options), clock=progress.clock)
     _fill_run(run, trace)
     run.duration_ms = int((time.perf_counter() - started) * 1000)
     with transaction.atomic():
@@ -153,7 +153,7 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
     return run
 
 
-def _tools(workspace: Workspace, options: WorkspaceSettings) -> Tools:
+def tools_for(workspace: Workspace, options: WorkspaceSettings) -> Tools:
     """The collaborators of one answer in `workspace`: its retrieval SQL, the process's models,
     the workspace's providers and, when a key is set, web search."""
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
@@ -220,7 +220,7 @@ def _router(options, embedder) -> Router:
 
 
 def _fill_run(run: QueryRun, trace: AnswerTrace) -> None:
-    claims = [_claim_row(v) for v in trace.verified]
+    claims = [claim_row(v) for v in trace.verified]
     scores = {s.candidate.chunk_id: s.score for s in [*trace.retrieved.reranked, *trace.pool]}
     run.answer = trace.answer.text
     run.partial_answer = trace.answer.text
@@ -235,6 +235,7 @@ def _fill_run(run: QueryRun, trace: AnswerTrace) -> None:
     run.trust = {"retrieval": trust.retrieval, "agreement": trust.agreement, "grounding": trust.grounding, "reasons": list(trust.reasons)}
     run.confidence = trust.confidence
     run.risk = trust.risk
+    run.refusal = asdict(trace.refusal) if trace.refusal else None
     run.status = QueryStatus.DONE
 
 
@@ -283,6 +284,7 @@ def _audit_payload(run: QueryRun, options, params: RetrievalParams, trace: Answe
         "rerank": _rerank_trace(trace),
         "corrective": trace.corrective,
         "gate": asdict(trace.gate),
+        "refusal": run.refusal,
     }
 
 
@@ -294,7 +296,7 @@ def _rerank_trace(trace: AnswerTrace) -> dict:
     }
 
 
-def _claim_row(v) -> dict:
+def claim_row(v) -> dict:
     return {
         "text": v.claim.text,
         "source": v.claim.source,
@@ -354,4 +356,4 @@ def answer_assess(*, workspace: Workspace, question: str, answer_text: str) -> A
     """Score an answer given from outside (an evaluation set, bench_trust) the way the pipeline
     scores its own (see `apps.pipeline.answer.assess`), with the workspace's settings and documents."""
     options = settings_get(workspace=workspace)
-    return assess(question, answer_text, settings=_answer_settings(options), tools=_tools(workspace, options))
+    return assess(question, answer_text, settings=_answer_settings(options), tools=tools_for(workspace, options))

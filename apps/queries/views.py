@@ -1,15 +1,19 @@
 from __future__ import annotations
 
+from django.contrib import messages
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_POST, require_safe
 
 from apps.audits.selectors import audit_record_for_run, claim_passages
+from apps.core.errors import ApplicationError
 from apps.core.views import call_service
+from apps.pipeline.citations import marked_parts, place_citations
 from apps.queries.forms import AskForm
-from apps.queries.selectors import access_query_run, query_run_list
+from apps.queries.selectors import access_query_run, query_run_list, query_run_refusal
 from apps.queries.services import query_run_enqueue
+from apps.queries.sources import query_run_reverify
 from apps.workspaces.selectors import settings_get
-from apps.workspaces.tenancy import workspace_view
+from apps.workspaces.tenancy import operation_role, workspace_view
 
 
 @workspace_view()
@@ -30,38 +34,41 @@ def answer(request, run_id):
     claim chosen (?claim=N, else the first) shows its quote highlighted in its passage."""
     run = access_query_run(request.workspace, run_id)
     record = audit_record_for_run(workspace=request.workspace, query_run_id=run.pk)
+    cited = {c.get("source") for c in run.claims}
     context = {
         "run": run,
         "record": record,
+        "answer_parts": marked_parts(run.answer, place_citations(run.answer, run.claims)) if run.settled else [],
+        "cited_sources": [s for s in run.sources if s["index"] in cited],
+        "also_retrieved": [s for s in run.sources if s["index"] not in cited],
+        "reverifications": run.reverifications.order_by("-created_at") if run.settled else [],
+        "can_reverify": request.membership.has_role(operation_role("reverify")),
         "claims": claim_passages(claims=run.claims, sources=run.sources),
         "selected": _selected_claim(request, len(run.claims)),
         # The weights and cut-offs this answer was scored with, not today's settings.
         "scoring": _scoring(record, request.workspace),
-        "refusal": _refusal(run, record),
+        "refusal": query_run_refusal(run, record),
     }
     template = "queries/answer.html#run" if request.htmx else "queries/answer.html"
     return render(request, template, context)
 
 
+@require_POST
+@workspace_view(write="reverify")
+def answer_reverify(request, run_id):
+    """Judge the answer's claims again against the current text: the new run's page."""
+    try:
+        run = query_run_reverify(workspace=request.workspace, actor=request.membership, run_id=run_id)
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+        return redirect("answer", slug=request.workspace.slug, run_id=run_id)
+    messages.success(request, "Re-verified against the sources' current text: the new verdicts are below, recorded as a new audit record.")
+    return redirect("answer", slug=request.workspace.slug, run_id=run.pk)
+
+
 def _selected_claim(request, count: int) -> int:
     chosen = request.GET.get("claim", "")
     return int(chosen) if chosen.isdigit() and 1 <= int(chosen) <= count else 1
-
-
-def _refusal(run, record) -> dict | None:
-    """For a refusal by the gate: the gate's score and the threshold it fell short of
-    (the gate's own, or corrective RAG's lower one when no passage was left to gate)."""
-    if not run.insufficient or not run.gate.get("enabled") or run.gate.get("passed"):
-        return None
-    if run.gate.get("top_score") is not None:
-        label = "Gate score (the weaker of relevance and answerability)" if run.gate.get("answerability") is not None else "Best passage"
-        return {"top": run.gate["top_score"], "threshold": run.gate["threshold"], "name": "the gate threshold", "label": label}
-    trace = record.payload if record else {}
-    scores = [s["score"] for s in trace.get("rerank", {}).get("scores", [])]
-    lower = trace.get("corrective", {}).get("params", {}).get("lower")
-    if not scores or lower is None:
-        return None
-    return {"top": max(scores), "threshold": lower, "name": "the lower corrective threshold", "label": "Best passage"}
 
 
 def _scoring(record, workspace) -> dict:

@@ -69,6 +69,7 @@ def resolve_key_membership(api_key: WorkspaceCredential, *, workspace_id) -> Key
 OPERATIONS: dict[str, str] = {
     "read": Role.VIEWER,  # pages, answers, documents, audit trail, evaluations
     "contribute": Role.MEMBER,  # upload, ask, re-index a document, run an evaluation
+    "reverify": Role.MEMBER,  # judge an answer's claims again against its sources' current text
     "manage_members": Role.ADMIN,
     "manage_settings": Role.ADMIN,  # pipeline settings and providers
     "manage_keys": Role.ADMIN,  # see, create and revoke API keys

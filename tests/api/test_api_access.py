@@ -15,6 +15,7 @@ from apps.apikeys.models import ApiKey
 from apps.apikeys.services import apikey_create, apikey_revoke
 from apps.documents.models import Document
 from apps.evals.models import EvalRun, EvalSet
+from apps.queries.models import QueryRun
 from apps.workspaces.models import ROLE_RANK, Membership, Role
 from tests.factories import (
     AuditRecordFactory,
@@ -46,6 +47,7 @@ ENDPOINTS = [
     Endpoint("document", "get", "api_document", ("doc",), V, 200),
     Endpoint("queries list", "get", "api_queries", (), V, 200),
     Endpoint("query", "get", "api_query", ("run",), V, 200),
+    Endpoint("reverify", "post", "api_query_reverify", ("answered",), M, 201),
     Endpoint("members list", "get", "api_members", (), A, 200),
     Endpoint("member", "get", "api_member", ("tess",), A, 200),
     Endpoint("api keys list", "get", "api_keys", (), A, 200),
@@ -85,6 +87,7 @@ class World:
         self.run = QueryRunFactory(workspace=a, question="What is in A?", answer="Secret of A").pk
         self.doc = _document(a, "notes.txt", "0").pk
         self.doomed_doc = _document(a, "doomed.txt", "1").pk
+        self.answered = _answered(a, self.doc).pk
         self.tess = MembershipFactory(workspace=a, user=UserFactory(username="tess"), role=Role.MEMBER).pk
         self.rick = MembershipFactory(workspace=a, user=UserFactory(username="rick"), role=Role.MEMBER).pk
         UserFactory(username="newcomer")
@@ -118,6 +121,25 @@ class World:
 
     def key_create(self):
         return {"name": "nightly import", "role": "member"}, "json"
+
+
+def _answered(workspace, document_id) -> QueryRun:
+    """An answer with one claim quoting the document it cites, as the pipeline records one."""
+    text = "The notes say the lamp is lit at dusk."
+    Document.objects.filter(pk=document_id).update(text=text)
+    source = {
+        "index": 1,
+        "document_id": str(document_id),
+        "title": "notes.txt",
+        "chunk_id": "c1",
+        "ordinal": 0,
+        "text": text,
+        "start": 0,
+        "end": len(text),
+        "url": None,
+    }
+    claim = {"text": "The lamp is lit at dusk.", "source": 1, "quote": text}
+    return QueryRunFactory(workspace=workspace, question="When is the lamp lit?", answer=claim["text"], claims=[claim], sources=[source])
 
 
 def _eval_set(workspace, name: str) -> EvalSet:

@@ -90,10 +90,17 @@ def test_a_refusal_shows_the_best_score_against_the_threshold(personas, lighthou
     assert run.insufficient
     page = page_of(personas.client("viewer"), run)
     assert '<span class="badge refusal">Refused</span>' in page
-    score = f"<strong>{run.gate['top_score']:.3f}</strong> against the gate threshold <strong>0.990</strong>"
-    assert f"Gate score (the weaker of relevance and answerability) {score}" in page
-    assert "Refused by the confidence gate before any answer was generated" in page
+    gate = run.gate
+    weaker = f"relevance {gate['relevance']:.3f} and answerability {gate['answerability']:.3f}"
+    score = f"<strong>{gate['top_score']:.3f}</strong> against the gate threshold <strong>0.990</strong>"
+    assert f"Gate score (the weaker of {weaker}) {score}" in page
+    assert "Refused by the confidence gate, before any answer was generated" in page
     assert 'id="claims"' not in page
+    # A refusal claims nothing: no confidence meter, no risk badge, no 100 %.
+    assert "confidence-meter" not in page
+    assert "risk-low" not in page
+    assert "100 %" not in page
+    assert "no confidence score and no risk label" in page
 
 
 def _pdf(pages: list[str]) -> bytes:

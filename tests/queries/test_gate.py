@@ -99,8 +99,9 @@ def test_api_refuses_a_threshold_override_out_of_range(personas, bad):
 def test_the_answer_page_says_why_it_refused(personas, bakery):
     run = query_answer(workspace=personas.workspace_a, actor=personas.member, question=OFF_TOPIC)
     page = personas.client("viewer").get(reverse("answer", args=["acme", run.pk])).content.decode()
-    assert "Refused by the confidence gate before any answer was generated" in page
+    assert "Refused by the corrective step: no passage was relevant enough to keep" in page
     assert "is below the lower threshold" in page
+    assert "against the lower corrective threshold" in page
 
 
 def test_a_relevant_passage_that_does_not_answer_is_refused_on_answerability(personas, bakery):

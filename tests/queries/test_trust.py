@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from apps.pipeline.trust import HIGH, LOW, MEDIUM, TrustWeights, source_agreement, trust_score
+from apps.pipeline.trust import HIGH, LOW, MEDIUM, REFUSED, TrustWeights, source_agreement, trust_score
 from apps.pipeline.types import Claim, Location, VerifiedClaim
 from apps.workspaces.models import Workspace
 
@@ -58,9 +58,10 @@ def test_risk_follows_the_workspace_cut_offs():
     )
 
 
-def test_an_honest_refusal_is_grounded_and_low_risk():
+def test_a_refusal_claims_nothing_so_it_has_no_confidence_and_no_risk_label():
     trust = trust_score(retrieval=0.2, agreement=0.0, verified=[], refused=True, weights=TrustWeights())
-    assert (trust.grounding, trust.risk) == (1.0, LOW)
+    assert (trust.confidence, trust.agreement, trust.grounding, trust.risk) == (None, None, None, REFUSED)
+    assert trust.retrieval == 0.2, "the best relevance stays, as evidence"
 
 
 def test_bench_trust_scores_right_answers_above_hallucinated_ones(db, tmp_path):

@@ -9,6 +9,7 @@ from apps.apikeys.models import ApiKey
 from apps.apikeys.services import apikey_create
 from apps.documents.models import Document
 from apps.evals.models import EvalRun, EvalSet
+from apps.queries.models import QueryRun
 from tests.factories import AuditRecordFactory, DocumentFactory, EvalRunFactory, EvalSetFactory, QueryRunFactory
 
 
@@ -31,6 +32,7 @@ def page_urls(p, o) -> list[tuple[str, str]]:
         ("get", reverse("ask", args=[slug])),
         ("post", reverse("ask", args=[slug])),
         ("get", reverse("answer", args=[slug, o["run"].pk])),
+        ("post", reverse("answer_reverify", args=[slug, o["run"].pk])),
         ("get", reverse("documents", args=[slug])),
         ("post", reverse("documents", args=[slug])),
         ("post", reverse("documents_reindex_all", args=[slug])),
@@ -88,6 +90,7 @@ def api_urls(p, o) -> list[tuple[str, str]]:
         ("get", reverse("api_queries", args=[ws])),
         ("post", reverse("api_queries", args=[ws])),
         ("get", reverse("api_query", args=[ws, o["run"].pk])),
+        ("post", reverse("api_query_reverify", args=[ws, o["run"].pk])),
         ("get", reverse("api_documents", args=[ws])),
         ("post", reverse("api_documents", args=[ws])),
         ("get", reverse("api_document", args=[ws, o["doc"].pk])),
@@ -151,6 +154,7 @@ def test_viewer_can_read_but_every_write_is_403(personas, objects):
     assert ApiKey.objects.get(pk=objects["key"].pk).active, "nor the key"
     assert EvalSet.objects.filter(pk=objects["eval_set"].pk).exists(), "nor the evaluation set"
     assert EvalRun.objects.count() == 1, "and no evaluation run was started"
+    assert not QueryRun.objects.filter(reverifies=objects["run"]).exists(), "and no answer was re-verified"
 
 
 def test_object_of_one_workspace_is_404_through_the_url_of_another(personas, objects):

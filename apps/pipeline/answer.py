@@ -25,6 +25,7 @@ from apps.pipeline.prompting import parse_rewrite, rewrite_messages
 from apps.pipeline.providers import GenerationRequest, Router
 from apps.pipeline.rerank import Reranker, Scored
 from apps.pipeline.retrieval import RetrievalParams
+from apps.pipeline.text import first_table_header
 from apps.pipeline.trust import REFUSED, Trust, TrustWeights, source_agreement, trust_score
 from apps.pipeline.types import Answer, Candidate, VerifiedClaim
 from apps.pipeline.verification import verify_answer
@@ -330,7 +331,12 @@ def _generate_and_verify(question, gate, query_vector, pool, refined: dict, sett
             clock.mark(name, "skipped", "refused by the confidence gate")
         return Answer(text=REFUSAL, claims=(), insufficient=True, provider="gate"), [], []
     sources = [s.candidate for s in pool]
-    seen = [replace(c, text=refined.get(c.chunk_id, c.text)) for c in sources]
+    # The generator sees each passage refined to its strongest units; a row kept without its
+    # table's heading line is still read under it.
+    seen = [
+        replace(c, text=refined[c.chunk_id], table_header=c.table_header or first_table_header(c.text)) if c.chunk_id in refined else c
+        for c in sources
+    ]
     request = GenerationRequest(question, query_vector, seen, settings.answer_max_claims)
     with clock.stage("generate") as note:
         reply, attempts = tools.router.generate(request, clock.text)

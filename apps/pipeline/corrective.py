@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from apps.pipeline.rerank import Scored, content_terms
-from apps.pipeline.text import sentence_spans
+from apps.pipeline.text import read_units
 
 CORRECT, AMBIGUOUS, INCORRECT = "correct", "ambiguous", "incorrect"
 
@@ -52,17 +52,19 @@ def keep_for(verdict: str, scored: list[Scored], params: CorrectiveParams) -> li
 
 
 def refine(scored: list[Scored], question_vector: np.ndarray, embedder, params: CorrectiveParams) -> list[Refined]:
-    """Strip each kept passage to its sentences scoring at or above the strip threshold,
-    in their order (merged back into one text); the whole passage when none does."""
-    groups = [[scored_s.candidate.text[s.start : s.end] for s in sentence_spans(scored_s.candidate.text)] for scored_s in scored]
-    flat = [sentence for group in groups for sentence in group]
+    """Strip each kept passage to its units (sentences, and table rows read under their table's
+    heading) scoring at or above the strip threshold, in their order, merged back into one text
+    (rows stay one to a line); the whole passage when none does."""
+    groups = [read_units(s.candidate.text, s.candidate.table_header) for s in scored]
+    flat = [unit.read for group in groups for unit in group]
     sims = embedder.embed(flat) @ question_vector if flat else np.zeros(0)
     refined, offset = [], 0
     for item, group in zip(scored, groups, strict=True):
-        keep = [sentence for sentence, sim in zip(group, sims[offset : offset + len(group)], strict=True) if sim >= params.strip_threshold]
+        keep = [unit for unit, sim in zip(group, sims[offset : offset + len(group)], strict=True) if sim >= params.strip_threshold]
         offset += len(group)
         if keep and len(keep) < len(group):
-            refined.append(Refined(item, " ".join(keep), len(keep), len(group), False))
+            text = "".join(("\n" if unit.row or (i and keep[i - 1].row) else " ") * bool(i) + unit.quote for i, unit in enumerate(keep))
+            refined.append(Refined(item, text, len(keep), len(group), False))
         else:
             refined.append(Refined(item, item.candidate.text, len(group), len(group), True))
     return refined

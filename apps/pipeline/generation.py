@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from rapidfuzz import fuzz
 
-from apps.pipeline.text import is_table_row, sentence_spans, table_header
+from apps.pipeline.text import Unit, read_units, sentence_spans
 from apps.pipeline.types import Answer, Candidate, Claim
 
 INSUFFICIENT = "I do not have sufficient information in this workspace's documents to answer that."
@@ -59,6 +59,13 @@ def local_extractive_answer(
     wanted = asked_for(question)
     if wanted:
         ranked = [p for p in ranked if holds(units[p][1].quote, wanted, question)]
+    if named := _named(question):  # "… in Texas?": the unit naming Texas answers, not the one most like the question
+        share = {p: len(named & _words(units[p][1].quote)) / len(named) for p in ranked}
+        ranked = sorted(ranked, key=lambda p: -(similarities[p] + NAMED_WEIGHT * share[p]))
+        if ranked and units[ranked[0]][1].row and share[ranked[0]] > 0:
+            # A table row naming it answers on its own; units that do not name it are padding
+            # (prose is left alone: "It was built in 1838" names its subject by a pronoun).
+            ranked = [p for p in ranked if share[p] > 0]
     if answerability is not None and question:
         ranked = _by_answerability(question, [(i, u.read) for i, u in units], ranked, similarities, answerability, params)
     chosen: list[Claim] = []
@@ -71,37 +78,24 @@ def local_extractive_answer(
     return Answer(text=" ".join(c.text for c in chosen), claims=tuple(chosen), insufficient=False, provider="local")
 
 
-@dataclass(frozen=True)
-class Unit:
-    quote: str  # verbatim from the passage
-    read: str  # what is compared with the question: a row with its table's heading line
-    row: bool = False
-
-
 def units_of(candidate: Candidate, max_chars: int) -> list[Unit]:
-    """A passage's sentences and table rows; a row is read under its table's heading line, from
-    the passage itself or, when the table starts in an earlier passage, as the search found it."""
-    units = []
-    for span in sentence_spans(candidate.text):
-        if span.end - span.start > max_chars:
-            continue
-        quote = candidate.text[span.start : span.end]
-        if not is_table_row(quote):
-            units.append(Unit(quote, quote))
-            continue
-        header = table_header(candidate.text, span.start) or candidate.table_header
-        units.append(Unit(quote, f"{header}\n{quote}" if header and header != quote else quote, row=True))
-    return units
+    return [u for u in read_units(candidate.text, candidate.table_header) if len(u.quote) <= max_chars]
 
 
-# What a question asks for, by its wording: a figure, or a name.
-NUMBER, NAME = "a figure", "a name"
-_ASKS_NUMBER = re.compile(
-    r"\b(how (many|much|long|large|big|old|far|fast|often|high|low)|in what year|which year|what year"
-    r"|what (\S+ ){0,3}(number|percentage|percent|share|proportion|fraction|rate|accuracy|score|amount|total|count"
-    r"|size|value|cost|price|ratio|f1|precision|recall|population|age))\b",
+# What a question asks for, by its wording: a measure (a percentage or a decimal), a figure, or a name.
+MEASURE, NUMBER, NAME = "a measured figure", "a figure", "a name"
+_ASKS_MEASURE = re.compile(
+    r"\b(what|which|how high|how low)\b.*\b(percentage|percent|share|proportion|fraction|rate|accuracy|score|f1|precision|recall|ratio)\b",
     re.IGNORECASE,
 )
+_ASKS_NUMBER = re.compile(
+    r"\b(how (many|much|long|large|big|old|far|fast|often|high|low)|in what year|which year|what year"
+    r"|what (\S+ ){0,3}(number|amount|total|count|size|value|cost|price|population|age))\b",
+    re.IGNORECASE,
+)
+_MEASURED = re.compile(r"\d+(?:[.,]\d+)?\s?%|\b\d*\.\d+\b")
+# How much naming what the question names counts beside similarity (cosine, in [-1, 1]).
+NAMED_WEIGHT = 0.15
 _ASKS_NAME = re.compile(r"^\s*(who|whom|whose)\b", re.IGNORECASE)
 _FIGURE = re.compile(
     r"\d[\d,.]*|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|sixty|seventy"
@@ -111,6 +105,8 @@ _FIGURE = re.compile(
 
 
 def asked_for(question: str) -> str | None:
+    if _ASKS_MEASURE.search(question):
+        return MEASURE
     if _ASKS_NUMBER.search(question):
         return NUMBER
     if _ASKS_NAME.search(question):
@@ -121,12 +117,27 @@ def asked_for(question: str) -> str | None:
 def holds(text: str, wanted: str, question: str) -> bool:
     """Whether `text` holds what the question asks for and does not already say: a figure not in
     the question (a question about "top-20" accuracy is not answered by its 20), or a name."""
-    if wanted == NUMBER:
-        known = {_figure(m) for m in _FIGURE.finditer(question)}
-        return any(_figure(m) not in known for m in _FIGURE.finditer(text))
+    if wanted in (NUMBER, MEASURE):
+        found = _MEASURED if wanted == MEASURE else _FIGURE
+        known = {_figure(m) for m in found.finditer(question)}
+        # A figure opening a line numbers a heading ("3.1 Overview"), it does not answer.
+        return any(_figure(m) not in known and m.start() > 0 and text[m.start() - 1] != "\n" for m in found.finditer(text))
     asked = {w.lower() for w in re.findall(r"[^\W\d_]+", question)}
     words = re.findall(r"[^\W\d_]+", text)
     return any(w[0].isupper() and w.lower() not in asked for w in words[1:])
+
+
+def _named(question: str) -> set[str]:
+    """What the question names: its capitalised words after the first ("Texas", "Natural Questions")."""
+    words = re.findall(r"[^\W\d_][\w-]*", question)
+    return {w.lower() for w in words[1:] if w[0].isupper() and w.lower() not in _NOT_NAMES}
+
+
+_NOT_NAMES = {"i", "what", "which", "who", "when", "where", "how", "why"}
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[^\W\d_][\w-]*", text)}
 
 
 def _figure(match: re.Match) -> str:

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from apps.pipeline.text import sentence_spans
+from apps.pipeline.text import Unit, read_units
 from apps.pipeline.types import Candidate
 
 log = logging.getLogger(__name__)
@@ -65,8 +65,9 @@ class LocalReranker:
     def rerank(self, question: str, question_vector: np.ndarray, candidates: list[Candidate]) -> list[Scored]:
         if not candidates:
             return []
-        sentences = [_sentences(c.text) for c in candidates]
-        flat = [s for group in sentences for s in group]
+        # Sentences, and table rows read under their table's heading line; the best is quoted as is.
+        sentences = [read_units(c.text, c.table_header) or [Unit(c.text, c.text)] for c in candidates]
+        flat = [unit.read for group in sentences for unit in group]
         # Whole-chunk similarity comes from the stored embedding when retrieval supplied it.
         missing = [c.text for c in candidates if c.cosine is None]
         vectors = self.embedder.embed(flat + missing)
@@ -78,7 +79,7 @@ class LocalReranker:
             sims = sentence_sims[offset : offset + len(group)]
             offset += len(group)
             best = int(np.argmax(sims))
-            scored.append(self._score(candidate, group[best], float(sims[best]), float(chunk_sim), coverage(terms, candidate.text)))
+            scored.append(self._score(candidate, group[best].quote, float(sims[best]), float(chunk_sim), coverage(terms, candidate.text)))
         return sorted(scored, key=lambda s: (-s.score, s.candidate.chunk_id))
 
     def _score(self, candidate: Candidate, sentence: str, sentence_sim: float, chunk_sim: float, covered: float) -> Scored:
@@ -134,7 +135,3 @@ def _stem(word: str) -> str:
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
-
-
-def _sentences(text: str) -> list[str]:
-    return [text[s.start : s.end] for s in sentence_spans(text)] or [text]

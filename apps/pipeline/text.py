@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from apps.pipeline.types import ChunkDraft, Span
 
@@ -33,6 +34,38 @@ def sentence_spans(text: str) -> list[Span]:
         start = block_end
     _prose_spans(spans, text, start, len(text))
     return spans
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit of a passage as it is quoted (verbatim) and as it is read against a question: a
+    table row is read under its table's heading line."""
+
+    quote: str
+    read: str
+    row: bool = False
+
+
+def read_units(text: str, header: str | None = None) -> list[Unit]:
+    """The passage's sentences and table rows; `header` heads the rows of a table that starts
+    before the passage (the search finds it in the document)."""
+    units = []
+    for span in sentence_spans(text):
+        quote = text[span.start : span.end]
+        if not is_table_row(quote):
+            units.append(Unit(quote, quote))
+            continue
+        heading = table_header(text, span.start) or header
+        units.append(Unit(quote, f"{heading}\n{quote}" if heading and heading != quote else quote, row=True))
+    return units
+
+
+def first_table_header(text: str) -> str | None:
+    """The heading line of the first table in `text` that has one there."""
+    for span in sentence_spans(text):
+        if is_table_row(text[span.start : span.end]) and (header := table_header(text, span.start)):
+            return header
+    return None
 
 
 def is_table_row(line: str) -> bool:
@@ -103,7 +136,9 @@ def _row_blocks(text: str) -> list[tuple[int, int]]:
         while j + 1 < len(lines) and rows[j + 1]:
             j += 1
         if j > i:
-            first = i - 1 if i > 0 and text[lines[i - 1].start : lines[i - 1].end].strip() and not _ends_at(blocks, lines[i - 1].start) else i
+            first = (
+                i - 1 if i > 0 and text[lines[i - 1].start : lines[i - 1].end].strip() and not _ends_at(blocks, lines[i - 1].start) else i
+            )
             blocks.append((lines[first].start, lines[j].end))
         i = j + 1
     return blocks

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from apps.pipeline.embedding import get_embedder
-from apps.pipeline.generation import NUMBER, ExtractiveParams, asked_for, holds, local_extractive_answer
+from apps.pipeline.generation import MEASURE, NUMBER, ExtractiveParams, asked_for, holds, local_extractive_answer
 from apps.pipeline.parsing import extract
 from apps.pipeline.text import chunk_text, is_table_row, sentence_spans, table_header
 from apps.pipeline.types import Candidate
@@ -96,21 +96,24 @@ def test_a_figure_question_that_no_passage_answers_says_so():
     given = answer(question, [candidate(text)])
     assert given.insufficient
     assert given.claims == ()
-    assert "do not state a figure" in given.text
+    assert "do not state a measured figure" in given.text
 
 
 @pytest.mark.parametrize(
-    ("question", "text", "expected"),
+    ("question", "wanted", "text", "expected"),
     [
-        ("How many checks were run in Texas?", "Texas ran 1,234 checks.", True),
-        ("What top-20 accuracy does DPR reach?", "DPR is evaluated on top-20 accuracy.", False),
-        ("How many loaves does the bakery bake?", "The bakery bakes twelve loaves.", True),
-        ("What percentage of claims are supported?", "Most claims are supported.", False),
+        ("How many checks were run in Texas?", NUMBER, "Texas ran 1,234 checks.", True),
+        ("How many loaves does the bakery bake?", NUMBER, "The bakery bakes twelve loaves.", True),
+        ("How many sections are there?", NUMBER, "3 Method\nWe describe the method.", False),
+        ("What top-20 accuracy does DPR reach?", MEASURE, "DPR is evaluated on top-20 accuracy.", False),
+        ("What top-20 accuracy does DPR reach?", MEASURE, "DPR reaches 78.4% top-20 accuracy.", True),
+        ("What top-20 accuracy does DPR reach?", MEASURE, "3.1 Overview\nOur retriever uses 2 encoders.", False),
+        ("What percentage of claims are supported?", MEASURE, "Most claims are supported.", False),
     ],
 )
-def test_what_a_question_asks_for_and_what_holds_it(question, text, expected):
-    assert asked_for(question) == NUMBER
-    assert holds(text, NUMBER, question) is expected
+def test_what_a_question_asks_for_and_what_holds_it(question, wanted, text, expected):
+    assert asked_for(question) == wanted
+    assert holds(text, wanted, question) is expected
 
 
 def test_questions_that_ask_for_neither_are_answered_by_similarity_alone():

@@ -15,6 +15,7 @@ from apps.documents import services as documents
 from apps.queries.models import QueryRun
 from apps.queries.services import query_answer
 from apps.queries.sources import query_run_reverify
+from tests.conftest import ROOT
 from tests.queries.test_generation import LIGHTHOUSE, lighthouse  # noqa: F401 - the fixture
 
 QUESTION = "When was the Skerryvore lighthouse built and how tall is it?"
@@ -71,7 +72,7 @@ def test_a_provider_that_finds_nothing_is_a_refusal_by_the_provider_with_the_gat
     body = api(personas, "viewer", "get", run_url(personas, run)).json()
     assert body["refusal"]["by"] == "provider"
     assert body["refusal"]["provider"] == "local"
-    assert "do not state a figure" in body["refusal"]["reason"]
+    assert "do not state a measured figure" in body["refusal"]["reason"]
     assert body["refusal"]["threshold_name"] == "the gate threshold (passed)"
     shown = page(personas, "viewer", run)
     assert "Refused by the provider, which found nothing in the passages that answers (local)" in shown
@@ -180,3 +181,20 @@ def test_the_reverify_page_action_redirects_to_the_new_answer(personas, answered
     assert response.status_code == 302
     assert response["Location"] == reverse("answer", args=["acme", again.pk])
     assert "A re-verification of" in page(personas, "member", again)
+
+
+def test_the_texas_row_of_the_nics_table_answers_its_question_quoted_and_located(personas):
+    path = ROOT.parent / "shared" / "data" / "docs" / "pdf" / "nics-background-checks-2015-11.pdf"
+    doc, _ = documents.document_create(
+        workspace=personas.workspace_a, actor=None, filename=path.name, data=path.read_bytes(), enqueue=False
+    )
+    doc = documents.document_ingest(workspace=personas.workspace_a, document_id=doc.pk)
+    run = query_answer(
+        workspace=personas.workspace_a, actor=personas.member, question="How many firearm background checks were run in Texas?"
+    )
+    assert not run.insufficient, run.answer
+    lead = run.claims[0]
+    assert lead["quote"].startswith("Texas ")
+    assert lead["quote_status"] == "located"
+    assert doc.text[lead["start"] : lead["end"]] == lead["quote"]
+    assert "146,982" in lead["quote"], "the row's total"

@@ -40,7 +40,8 @@ class Command(BaseCommand):
                 for kind, answer in ((RIGHT, item["right_answer"]), (HALLUCINATED, item["hallucinated_answer"])):
                     assessment = answer_assess(workspace=workspace, question=item["question"], answer_text=answer)
                     baseline = original_formula(item["question"], answer, [c.text for c in assessment.sources], embedder)
-                    scored.append((kind, assessment.trust.confidence, baseline, assessment.trust.risk))
+                    # An answer the assessment could tie to no source is a refusal: no confidence, counted as none.
+                    scored.append((kind, assessment.trust.confidence or 0.0, baseline, assessment.trust.risk))
             if done % 25 == 0 or done == len(items):
                 progress(f"{done}/{len(items)} items, {time.perf_counter() - started:.0f} s")
         emit(_result(scored, time.perf_counter() - started), json_path, self.stdout)

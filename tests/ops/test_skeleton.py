@@ -136,7 +136,9 @@ def test_a_question_nothing_answers_is_refused_honestly(personas, celery_worker)
     )
     run = wait_until(lambda: QueryRun.objects.filter(workspace=personas.workspace_a, status="done").first(), what="the worker to answer")
     assert run.insufficient
-    assert run.risk == "low", "an honest refusal asserts nothing"
+    assert run.risk == "refused", "a refusal asserts nothing: it has no risk label"
+    assert run.confidence is None
+    assert run.refusal["by"] in ("gate", "corrective")
     assert run.claims == []
     assert "sufficient information" in personas.client("member").get(response["Location"]).content.decode()
 

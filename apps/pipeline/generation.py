@@ -59,8 +59,9 @@ def local_extractive_answer(
     wanted = asked_for(question)
     if wanted:
         ranked = [p for p in ranked if holds(units[p][1].quote, wanted, question)]
-    if named := _named(question):  # "… in Texas?": the unit naming Texas answers, not the one most like the question
-        share = {p: len(named & _words(units[p][1].quote)) / len(named) for p in ranked}
+    if named := _named(question):  # "… in Texas?": the row naming Texas answers, not the unit most like the question
+        # Rows only: prose names its subject by a pronoun as often as not ("It was built in 1838").
+        share = {p: len(named & _words(units[p][1].quote)) / len(named) if units[p][1].row else 0.0 for p in ranked}
         ranked = sorted(ranked, key=lambda p: -(similarities[p] + NAMED_WEIGHT * share[p]))
         if ranked and units[ranked[0]][1].row and share[ranked[0]] > 0:
             # A table row naming it answers on its own; units that do not name it are padding
@@ -85,21 +86,21 @@ def units_of(candidate: Candidate, max_chars: int) -> list[Unit]:
 # What a question asks for, by its wording: a measure (a percentage or a decimal), a figure, or a name.
 MEASURE, NUMBER, NAME = "a measured figure", "a figure", "a name"
 _ASKS_MEASURE = re.compile(
-    r"\b(what|which|how high|how low)\b.*\b(percentage|percent|share|proportion|fraction|rate|accuracy|score|f1|precision|recall|ratio)\b",
+    r"\b(what|which|how high|how low)\b.*\b(percentage|percent|accuracy|f1|precision|recall)\b",
     re.IGNORECASE,
 )
 _ASKS_NUMBER = re.compile(
-    r"\b(how (many|much|long|large|big|old|far|fast|often|high|low)|in what year|which year|what year"
-    r"|what (\S+ ){0,3}(number|amount|total|count|size|value|cost|price|population|age))\b",
+    r"\b(how (many|much|long|large|big|old|far|fast|high|low)|in what year|which year|what year"
+    r"|what (?!unit\b)(\S+ ){0,3}(number|amount|total|count|size|value|cost|price|population|age|rate|score|ratio|share|proportion|fraction))\b",
     re.IGNORECASE,
 )
-_MEASURED = re.compile(r"\d+(?:[.,]\d+)?\s?%|\b\d*\.\d+\b")
+_MEASURED = re.compile(r"\d+(?:[.,]\d+)?\s?(?:%|percent\b|per cent\b)|\b\d*\.\d+\b", re.IGNORECASE)
 # How much naming what the question names counts beside similarity (cosine, in [-1, 1]).
 NAMED_WEIGHT = 0.15
 _ASKS_NAME = re.compile(r"^\s*(who|whom|whose)\b", re.IGNORECASE)
 _FIGURE = re.compile(
     r"\d[\d,.]*|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|sixty|seventy"
-    r"|eighty|ninety|hundreds?|thousands?|millions?|billions?|dozens?|half|once|twice)\b",
+    r"|eighty|ninety|hundreds?|thousands?|millions?|billions?|dozens?|half|once|twice|decades?|century|centuries)\b",
     re.IGNORECASE,
 )
 

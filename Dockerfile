@@ -12,6 +12,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# OCR of scanned PDF pages: Tesseract with its English data, and poppler's pdftoppm to draw the pages.
+RUN apt-get update && apt-get install -y --no-install-recommends tesseract-ocr tesseract-ocr-eng poppler-utils \
+    && rm -rf /var/lib/apt/lists/*
+
 # torch first and alone, from the CPU index: the default index would pull the
 # CUDA build (gigabytes of GPU libraries the app never uses). The pin matches
 # requirements.txt, so the next step finds it already satisfied.

@@ -4,12 +4,13 @@ VENV := .venv
 PY := $(VENV)/bin/python
 TEST_ENV := TRUSTRAG_VAR_DIR=var/test EMBEDDED_REDIS_PORT=6391
 
-.PHONY: run test faults load stop lint format install install-browser clean-var
+.PHONY: run test faults load stop lint format install install-browser install-ocr clean-var
 
 run: install
+	@sh scripts/install-ocr.sh --optional
 	$(PY) manage.py serve
 
-test: install install-browser
+test: install install-browser install-ocr
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 	@$(TEST_ENV) $(PY) -m pytest $(PYTEST_ARGS); status=$$?; \
@@ -49,6 +50,10 @@ install:
 
 install-browser:
 	@sh scripts/install-browser.sh
+
+# Tesseract and pdftoppm for OCR of scanned PDF pages (`make run` goes on without them).
+install-ocr:
+	@sh scripts/install-ocr.sh
 
 # Stop the embedded Postgres and Redis that `make run` (or any manage.py command) started.
 stop:

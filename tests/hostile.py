@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 from functools import cache
 
 # Text, by what is hostile about it.
@@ -97,6 +98,14 @@ def document_bytes(extension: str, text: str) -> bytes:
         return pdf_bytes(text)
     if extension == ".docx":
         return docx_bytes(text)
+    if extension in (".xlsx", ".pptx"):
+        return office_bytes(extension, text)
+    if extension in (".html", ".htm"):
+        escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return f"<!DOCTYPE html><html><body><h1>{SENTENCE}</h1><p>{escaped}</p></body></html>".encode("utf-8", "surrogatepass")
+    if extension == ".csv":
+        quoted = text.replace('"', '""')
+        return f'note,detail\n"{SENTENCE}","{quoted}"\n'.encode("utf-8", "surrogatepass")
     return f"{SENTENCE}\n{text}\n{SENTENCE}\n".encode("utf-8", "surrogatepass")
 
 
@@ -148,6 +157,43 @@ def docx_bytes(text: str) -> bytes:
     escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     xml = f'<?xml version="1.0"?><w:document {WORD.decode()}><w:body><w:p><w:r><w:t>{SENTENCE} {escaped}</w:t></w:r></w:p></w:body></w:document>'
     return _rezip(_blank_docx(), {"word/document.xml": xml.encode("utf-8", "surrogatepass")})
+
+
+PLACEHOLDER = "HOSTILE-PLACEHOLDER"
+
+
+def office_bytes(extension: str, text: str) -> bytes:
+    """A workbook (one cell) or a deck (one text box) whose XML holds SENTENCE and `text` as they
+    are, written into the part where the library put a placeholder (as `docx_bytes` does)."""
+    base, part = _office_base(extension)
+    escaped = f"{SENTENCE} {text}".replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    from tests.pipeline.test_parsing import _rezip
+
+    with zipfile.ZipFile(io.BytesIO(base)) as archive:
+        xml = archive.read(part)
+    return _rezip(base, {part: xml.replace(PLACEHOLDER.encode(), escaped.encode("utf-8", "surrogatepass"))})
+
+
+@cache
+def _office_base(extension: str) -> tuple[bytes, str]:
+    buffer = io.BytesIO()
+    if extension == ".xlsx":
+        import openpyxl
+
+        book = openpyxl.Workbook()
+        book.active.append(["note"])
+        book.active.append([PLACEHOLDER])
+        book.save(buffer)
+        return buffer.getvalue(), "xl/worksheets/sheet1.xml"  # openpyxl writes strings inline
+    import pptx
+    from pptx.util import Inches
+
+    deck = pptx.Presentation()
+    deck.slides.add_slide(deck.slide_layouts[6]).shapes.add_textbox(
+        Inches(1), Inches(1), Inches(6), Inches(2)
+    ).text_frame.text = PLACEHOLDER
+    deck.save(buffer)
+    return buffer.getvalue(), "ppt/slides/slide1.xml"
 
 
 def deep_docx(depth: int) -> bytes:

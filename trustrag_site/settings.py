@@ -61,6 +61,14 @@ INGEST_MAX_UNZIPPED_BYTES = env_int("INGEST_MAX_UNZIPPED_BYTES", 200 * 1024 * 10
 INGEST_LEASE_S = env_int("INGEST_LEASE_S", 120, minimum=5)
 INGEST_MAX_ATTEMPTS = env_int("INGEST_MAX_ATTEMPTS", 3, minimum=1)
 INGEST_REQUEUE_QUEUED_AFTER_S = env_int("INGEST_REQUEUE_QUEUED_AFTER_S", 600, minimum=5)
+# OCR of PDF pages without a text layer (Tesseract; the language is each workspace's setting):
+# off, a PDF with such pages is refused; on, one document may have at most OCR_MAX_PAGES of them,
+# read within OCR_TIME_LIMIT_S, each drawn at OCR_DPI, by Tesseract on OCR_THREADS threads.
+OCR_ENABLED = env_bool("OCR_ENABLED", True)
+OCR_MAX_PAGES = env_int("OCR_MAX_PAGES", 100, minimum=1)
+OCR_TIME_LIMIT_S = env_int("OCR_TIME_LIMIT_S", 600, minimum=1)
+OCR_DPI = env_int("OCR_DPI", 300, minimum=72, maximum=600)
+OCR_THREADS = env_int("OCR_THREADS", 1, minimum=1, maximum=64)
 QUERY_REQUEUE_QUEUED_AFTER_S = env_int("QUERY_REQUEUE_QUEUED_AFTER_S", 30, minimum=5)
 QUERY_GIVE_UP_AFTER_S = env_int("QUERY_GIVE_UP_AFTER_S", 3600, minimum=60)
 REAPER_INTERVAL_S = env_int("REAPER_INTERVAL_S", 60, minimum=1)

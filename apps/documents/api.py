@@ -20,6 +20,9 @@ class DocumentSerializer(serializers.ModelSerializer):
     kind = serializers.ChoiceField(
         choices=DocumentKind.choices, allow_blank=True, read_only=True, help_text="empty until the text is extracted"
     )
+    page_count = serializers.IntegerField(read_only=True, help_text="the text's units: pages of a PDF, rows of a spreadsheet, slides")
+    ocr_page_count = serializers.IntegerField(read_only=True, help_text="pages of a PDF read by OCR (they had no text layer)")
+    contents = serializers.CharField(read_only=True, help_text='"6 pages, 1 read by OCR", "12 rows", "1 slide"; empty for other kinds')
 
     class Meta:
         model = Document
@@ -33,6 +36,8 @@ class DocumentSerializer(serializers.ModelSerializer):
             "status",
             "error",
             "page_count",
+            "ocr_page_count",
+            "contents",
             "chunk_count",
             "progress_done",
             "progress_total",
@@ -42,7 +47,9 @@ class DocumentSerializer(serializers.ModelSerializer):
 
 
 class UploadSerializer(serializers.Serializer):
-    files = serializers.ListField(child=serializers.FileField(), help_text="one or more PDF, DOCX, TXT or Markdown files")
+    files = serializers.ListField(
+        child=serializers.FileField(), help_text="one or more PDF, DOCX, HTML, XLSX, CSV, PPTX, TXT or Markdown files"
+    )
 
 
 class FileErrorSerializer(serializers.Serializer):

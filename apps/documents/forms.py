@@ -24,4 +24,4 @@ class MultipleFileField(forms.FileField):
 
 
 class UploadForm(forms.Form):
-    files = MultipleFileField(label="Files (PDF, Word .docx, .txt, .md)")
+    files = MultipleFileField(label="Files (PDF, Word .docx, .html, .xlsx, .csv, .pptx, .txt, .md)")

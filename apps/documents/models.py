@@ -26,6 +26,14 @@ class DocumentKind(models.TextChoices):
     PDF = "pdf", "PDF"
     DOCX = "docx", "Word"
     TEXT = "text", "Text"
+    HTML = "html", "Web page"
+    XLSX = "xlsx", "Excel"
+    CSV = "csv", "CSV"
+    PPTX = "pptx", "PowerPoint"
+
+
+# What a document's units are called, for "3 pages", "12 rows", "1 slide".
+_UNIT_NAMES = {DocumentKind.PDF: "page", DocumentKind.XLSX: "row", DocumentKind.CSV: "row", DocumentKind.PPTX: "slide"}
 
 
 class Document(TenantModel):
@@ -39,10 +47,16 @@ class Document(TenantModel):
     kind = models.CharField(max_length=8, choices=DocumentKind.choices, blank=True)
     text = models.TextField(blank=True)
     page_count = models.PositiveIntegerField(default=0)
+    # Pages of a PDF whose text was read by OCR (they had no text layer).
+    ocr_page_count = models.PositiveIntegerField(default=0)
+    # Where each page of `text` sits in the file (apps.pipeline.parsing.Location as a dict: a page,
+    # a spreadsheet row with its sheet, a slide), in page order; empty for kinds without units.
+    locations = models.JSONField(default=list, blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
-    # Progress of the running ingestion, in chunks embedded; 0/0 while the text is extracted.
+    # Progress of the running ingestion: pages read by OCR, then chunks embedded; 0/0 while the text is extracted.
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
+    progress_unit = models.CharField(max_length=8, default="chunks")
     # Set when a worker claims the document and refreshed as it makes progress: a
     # claim whose heartbeat is older than the lease belongs to a dead worker.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
@@ -63,6 +77,15 @@ class Document(TenantModel):
     @property
     def settled(self) -> bool:
         return self.status in (DocumentStatus.READY, DocumentStatus.FAILED)
+
+    @property
+    def contents(self) -> str:
+        """ "6 pages, 1 read by OCR", "12 rows", "1 slide"; empty for kinds without units."""
+        unit = _UNIT_NAMES.get(self.kind)
+        if unit is None or not self.page_count:
+            return ""
+        shown = f"{self.page_count} {unit}{'s' if self.page_count != 1 else ''}"
+        return f"{shown}, {self.ocr_page_count} read by OCR" if self.ocr_page_count else shown
 
     @property
     def progress_percent(self) -> int:

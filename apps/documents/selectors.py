@@ -4,10 +4,12 @@ from dataclasses import replace
 
 from django.db import connection, transaction
 from django.db.models import QuerySet
+from django.db.models.fields.json import KeyTransform
 
 from apps.audits.selectors import audit_event_list
 from apps.documents.models import Chunk, Document, DocumentKind
 from apps.documents.sql import hybrid_search
+from apps.pipeline.parsing import Location, describe_span
 from apps.pipeline.retrieval import RetrievalParams
 from apps.pipeline.text import is_table_row, sentence_spans, table_header
 from apps.pipeline.types import Candidate
@@ -16,7 +18,7 @@ from apps.workspaces.tenancy import access
 
 
 def document_list(*, workspace: Workspace) -> QuerySet[Document]:
-    return Document.objects.filter(workspace=workspace).select_related("uploaded_by").defer("text")
+    return Document.objects.filter(workspace=workspace).select_related("uploaded_by").defer("text", "locations")
 
 
 def access_document(workspace: Workspace, document_id) -> Document:
@@ -30,6 +32,29 @@ def chunk_pages_get(*, document_id, chunk_id) -> tuple[int, int] | None:
         return None
     found = Chunk.objects.filter(pk=chunk_id, document_id=document_id, document__kind=DocumentKind.PDF)
     return found.values_list("first_page", "last_page").first()
+
+
+def chunk_location_get(*, document_id, chunk_id) -> str | None:
+    """Where a passage sits, as its citation names it: "p. 3, OCR", "Sales, rows 2–5", "slide 4";
+    None for kinds without units (Word, HTML, text) and for a web result. Only the two locations
+    the passage spans are read from the document's list, which a large sheet makes long. The ids
+    come from workspace-scoped retrieval."""
+    if document_id == "web":
+        return None
+    found = Chunk.objects.filter(pk=chunk_id, document_id=document_id).values_list("first_page", "last_page", "document__kind").first()
+    if found is None:
+        return None
+    first, last, kind = found
+    ends = (
+        Document.objects.filter(pk=document_id)
+        .annotate(first=KeyTransform(str(first - 1), "locations"), last=KeyTransform(str(last - 1), "locations"))
+        .values_list("first", "last")
+        .first()
+    )
+    if ends and all(isinstance(end, dict) for end in ends):
+        return describe_span(Location.from_dict(ends[0]), Location.from_dict(ends[1]))
+    # Indexed before locations were kept: a PDF's pages are still its page numbers.
+    return describe_span(Location("page", first), Location("page", last)) if kind == DocumentKind.PDF else None
 
 
 def document_file_names(*, workspace: Workspace) -> list[str]:

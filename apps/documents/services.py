@@ -20,7 +20,7 @@ from apps.documents.models import Chunk, Document, DocumentStatus
 from apps.documents.signals import document_text_changed
 from apps.documents.sql import index_document, unindex_document
 from apps.pipeline.embedding import get_embedder
-from apps.pipeline.parsing import Extracted, ParseError, check_supported, extract
+from apps.pipeline.parsing import Extracted, OcrOptions, ParseError, check_supported, extract
 from apps.pipeline.text import chunk_text
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
@@ -79,17 +79,19 @@ def document_ingest(*, workspace: Workspace, document_id) -> Document | None:
         log.info("document %s is not claimable (settled, or another worker holds it)", document_id)
         return None
     document = Document.objects.get(workspace=workspace, pk=document_id)
+    options = settings_get(workspace=workspace)
     try:
-        extracted = extract(document.filename, _read(document), max_unzipped_bytes=settings.INGEST_MAX_UNZIPPED_BYTES)
+        extracted = _extract(document, options)
     except ParseError as exc:
         return _mark_failed(document, str(exc))
     # What the database cannot hold (NUL, lone surrogates from a broken PDF font map) becomes
     # U+FFFD, one for one, so chunk offsets and citations still point where they did.
     extracted = replace(extracted, text=storable(extracted.text))
-    options = settings_get(workspace=workspace)
     drafts = chunk_text(extracted.text, size=options.chunk_size, overlap=options.chunk_overlap)
     vectors = _embed_with_progress(document, [d.text for d in drafts])
-    document_chunks_write(document=document, extracted=extracted, drafts=drafts, vectors=vectors)
+    with transaction.atomic():  # the locations change with the chunks that cite them, never before
+        _locations_write(document, extracted)
+        document_chunks_write(document=document, extracted=extracted, drafts=drafts, vectors=vectors)
     document.refresh_from_db()
     document_text_changed.send(sender=Document, workspace=workspace, document_id=document.pk)
     return document
@@ -190,10 +192,35 @@ def _embed_with_progress(document: Document, texts: list[str]):
     return np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
 
 
-def _progress(document: Document, done: int, total: int) -> None:
+def _progress(document: Document, done: int, total: int, unit: str = "chunks") -> None:
     Document.objects.filter(pk=document.pk, status=DocumentStatus.PROCESSING).update(
-        progress_done=done, progress_total=total, heartbeat_at=timezone.now()
+        progress_done=done, progress_total=total, progress_unit=unit, heartbeat_at=timezone.now()
     )
+
+
+def _extract(document: Document, options) -> Extracted:
+    """The document's text; pages without a text layer are read by OCR in the workspace's
+    language, and the progress counts them as they are read."""
+    ocr = None
+    if settings.OCR_ENABLED:
+        ocr = OcrOptions(
+            language=options.ocr_language,
+            max_pages=settings.OCR_MAX_PAGES,
+            time_limit_s=settings.OCR_TIME_LIMIT_S,
+            dpi=settings.OCR_DPI,
+            threads=settings.OCR_THREADS,
+        )
+    return extract(
+        document.filename,
+        _read(document),
+        max_unzipped_bytes=settings.INGEST_MAX_UNZIPPED_BYTES,
+        ocr=ocr,
+        on_ocr_page=lambda done, total: _progress(document, done, total, unit="pages"),
+    )
+
+
+def _locations_write(document: Document, extracted: Extracted) -> None:
+    Document.objects.filter(pk=document.pk).update(locations=extracted.locations, ocr_page_count=extracted.ocr_page_count)
 
 
 def document_chunks_write(*, document: Document, extracted: Extracted, drafts, vectors) -> None:

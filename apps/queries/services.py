@@ -14,7 +14,7 @@ from apps.audits.services import audit_record_create
 from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
 from apps.core.text import clean_text
-from apps.documents.selectors import chunk_pages_get, chunk_search
+from apps.documents.selectors import chunk_location_get, chunk_pages_get, chunk_search
 from apps.pipeline.answer import AnswerSettings, AnswerTrace, Assessment, StageClock, Tools, answer, assess
 from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import get_embedder
@@ -339,9 +339,11 @@ def _source_row(index: int, c) -> dict:
 
 
 def _pages(c) -> dict:
-    """Page numbers for a PDF passage (null for other documents and web results)."""
+    """Page numbers for a PDF passage (null for other documents and web results), and where the
+    passage sits as its citation names it ("p. 3, OCR", "Sales, rows 2–5", "slide 4"; null when
+    its document has no units)."""
     first, last = chunk_pages_get(document_id=c.document_id, chunk_id=c.chunk_id) or (None, None)
-    return {"first_page": first, "last_page": last}
+    return {"first_page": first, "last_page": last, "location": chunk_location_get(document_id=c.document_id, chunk_id=c.chunk_id)}
 
 
 def _clean_question(question: str) -> str:

@@ -132,10 +132,11 @@ class MemberDetailAPI(WorkspaceAPIView):
 
 
 def _settings_fields() -> dict:
-    kinds = {bool: strict.BooleanField, int: strict.IntegerField, float: strict.FloatField}
+    kinds = {bool: strict.BooleanField, int: strict.IntegerField, float: strict.FloatField, str: strict.TextField}
     fields = {}
     for name, setting in SETTINGS.items():
-        bounds = {} if setting.kind is bool else {"min_value": setting.low, "max_value": setting.high}
+        bounds = {"max_length": 60, "one_line": True} if setting.kind is str else {"min_value": setting.low, "max_value": setting.high}
+        bounds = {} if setting.kind is bool else bounds
         fields[name] = kinds[setting.kind](required=False, help_text=setting.help or setting.label, **bounds)
     return fields
 

@@ -53,6 +53,7 @@ class WorkspaceSettingsForm(forms.Form):
             "Applies to documents indexed after the change: re-index the existing ones to apply it to them.",
             ("chunk_size", "chunk_overlap"),
         ),
+        ("Scanned documents", "PDF pages without a text layer are read by OCR (Tesseract) in this language.", ("ocr_language",)),
     )
 
     def __init__(self, data=None, *, options: WorkspaceSettings, read_only: bool = False):
@@ -72,6 +73,8 @@ class WorkspaceSettingsForm(forms.Form):
 def _field(setting) -> forms.Field:
     if setting.kind is bool:
         return forms.BooleanField(required=False, label=setting.label, help_text=setting.help)
+    if setting.kind is str:
+        return TextField(max_length=60, one_line=True, label=setting.label, help_text=setting.help)
     step = "1" if setting.kind is int else "any"
     field_class = forms.IntegerField if setting.kind is int else forms.FloatField
     widget = forms.NumberInput(attrs={"step": step})

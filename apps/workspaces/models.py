@@ -100,6 +100,8 @@ class WorkspaceSettings(models.Model):
     trust_weight_grounding = models.FloatField(default=0.3)
     risk_low_cutoff = models.FloatField(default=0.75)
     risk_medium_cutoff = models.FloatField(default=0.5)
+    # Tesseract's language code(s) for the PDF pages read by OCR: "eng", "deu", "deu+eng".
+    ocr_language = models.CharField(max_length=60, default="eng")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -13,6 +13,8 @@ from apps.core.crypto import encrypt
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
 from apps.core.text import clean_text, kind_of, short
+from apps.pipeline.parsing import installed_languages
+from apps.pipeline.parsing.ocr import LANGUAGE
 from apps.pipeline.providers import PROVIDERS
 from apps.workspaces.models import Membership, Role, Workspace, WorkspaceSettings
 from apps.workspaces.tenancy import access, require
@@ -132,7 +134,7 @@ def _delete_folder(storage, folder: str) -> None:
 
 @dataclass(frozen=True)
 class Setting:
-    kind: type  # int, float or bool
+    kind: type  # int, float, bool or str
     low: float | None
     high: float | None
     label: str
@@ -169,6 +171,13 @@ SETTINGS: dict[str, Setting] = {
     "web_results": Setting(int, 1, 20, "Web results", "Results asked of the web search."),
     "chunk_size": Setting(int, 100, 8000, "Chunk size", "Characters per passage when documents are indexed."),
     "chunk_overlap": Setting(int, 0, 4000, "Chunk overlap", "Characters a passage repeats from the one before it."),
+    "ocr_language": Setting(
+        str,
+        None,
+        None,
+        "OCR language",
+        "Tesseract's language of scanned PDF pages: eng, deu, fra…, or several as deu+eng. Re-index a document to read it again.",
+    ),
 }
 CHUNKING = ("chunk_size", "chunk_overlap")
 
@@ -205,6 +214,10 @@ def _setting_value(name: str, value):
         if not isinstance(value, bool):
             raise ApplicationError(f"{setting.label} must be on or off (true or false).", field=name)
         return value
+    if setting.kind is str:
+        if not isinstance(value, str):
+            raise ApplicationError(f"{setting.label} must be text, not {kind_of(value)}.", field=name)
+        return _ocr_language(value, setting.label, name)
     kind = "a whole number" if setting.kind is int else "a number"
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ApplicationError(f"{setting.label} must be {kind}, not {kind_of(value)}.", field=name)
@@ -215,6 +228,21 @@ def _setting_value(name: str, value):
         shown = f"{number:g}" if abs(number) < 1e15 else "it"
         raise ApplicationError(f"{setting.label} must be between {setting.low:g} and {setting.high:g}; {shown} is not.", field=name)
     return number
+
+
+def _ocr_language(value: str, label: str, name: str) -> str:
+    """Tesseract's codes joined by "+"; when this server has Tesseract, only languages it has."""
+    code = clean_text(value, field=name).strip()
+    if not LANGUAGE.fullmatch(code) or len(code) > 60:
+        raise ApplicationError(f"{label} must be Tesseract language codes such as “eng” or “deu+eng”, not “{short(code)}”.", field=name)
+    installed = installed_languages()
+    missing = sorted(set(code.split("+")) - installed) if installed is not None else []
+    if missing:
+        raise ApplicationError(
+            f"{label}: this server's Tesseract has no “{'”, “'.join(missing)}”; it has {', '.join(sorted(installed)) or 'none'}.",
+            field=name,
+        )
+    return code
 
 
 def _number(value: int | float, kind: type):

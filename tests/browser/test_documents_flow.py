@@ -16,6 +16,8 @@ from playwright.sync_api import Page, expect
 from apps.documents.models import Document
 from tests.browser.conftest import log_in, screenshot
 from tests.conftest import wait_until
+from tests.pipeline.test_parsing_kinds import FIXTURES
+from tests.scans import scanned_pdf
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -115,12 +117,39 @@ def test_member_uploads_a_pdf_and_watches_its_progress_bar_reach_ready(member_on
     expect(row).to_have_attribute("data-status", "ready")
     assert page.evaluate("window.__sameDocument === true"), "the document table did not update in place"
     cells = row.locator("td")
-    expect(cells.nth(2)).to_have_text(str(WARN_REPORT_PAGES))
+    expect(cells.nth(2)).to_have_text(f"{WARN_REPORT_PAGES} pages")
     assert int(cells.nth(3).inner_text()) > 0, "the ready PDF has no chunks"
     expect(row.locator("progress")).to_have_count(0)
     expect(row).not_to_contain_text("chunks")
     # Nothing is pending any more, so the table stops polling.
     expect(page.locator("#document-table")).not_to_have_attribute("hx-trigger", re.compile(".+"))
+    screenshot(page, request)
+
+
+def test_a_scan_a_workbook_and_a_deck_are_read_and_their_contents_shown(member_on_documents, celery_worker, request):
+    page = member_on_documents
+    scan = {"name": "boots-nut-scan.pdf", "mimeType": "application/pdf", "buffer": scanned_pdf("pdf/amt_handbook_sample.pdf", pages=(1, 1))}
+    kinds = {
+        "founders.xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "txt-fit-text.pptx": "application/octet-stream",
+    }
+    upload(page, scan, *({"name": name, "mimeType": kind, "buffer": (FIXTURES / name).read_bytes()} for name, kind in kinds.items()))
+    expect(page.locator(".messages li.success")).to_have_count(3)
+    notes: set[str] = set()
+
+    def scan_settled() -> bool:
+        state = page.evaluate(ROW_STATE, document_row(page, "boots-nut-scan.pdf").get_attribute("id"))
+        notes.add(state["note"] or "")
+        return state["status"] in ("ready", "failed")
+
+    wait_until(scan_settled, timeout=INGESTION_TIMEOUT_S, interval=0.1, what="the scan to settle")
+    expected = {"boots-nut-scan.pdf": "2 pages, 2 read by OCR", "founders.xlsx": "3 rows", "txt-fit-text.pptx": "1 slide"}
+    for name, contents in expected.items():
+        row = document_row(page, name)
+        expect(row.locator(".badge")).to_have_text("Ready", timeout=INGESTION_TIMEOUT_MS)
+        expect(row.locator("td").nth(2)).to_have_text(contents)
+    ocr_notes = {note for note in notes if "OCR" in note}
+    assert ocr_notes <= {"0 / 2 scanned pages read by OCR", "1 / 2 scanned pages read by OCR", "2 / 2 scanned pages read by OCR"}, notes
     screenshot(page, request)
 
 

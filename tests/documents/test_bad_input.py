@@ -17,6 +17,7 @@ from rest_framework.test import APIClient
 from apps.documents import services as documents
 from apps.documents.models import Document, DocumentStatus
 from tests.pipeline.test_parsing import _bytes, _pdf_bytes, _rezip, _zip_of_zeros
+from tests.pipeline.test_parsing_kinds import _empty_deck, _encrypted_office, _workbook, fixture
 
 
 def _encrypted_pdf() -> bytes:
@@ -45,8 +46,20 @@ def _blank_docx() -> bytes:
 
 
 def _half(relative: str) -> bytes:
-    data = _bytes(relative)
+    return _half_of(_bytes(relative))
+
+
+def _half_of(data: bytes) -> bytes:
     return data[: len(data) // 2]
+
+
+def _zip_bomb(main_part: str) -> bytes:
+    """An Office file's main part of 10 MB of zeros, stored some thousand times smaller."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive, archive.open(main_part, "w") as member:
+        for _ in range(10):
+            member.write(bytes(1 << 20))
+    return buffer.getvalue()
 
 
 BROKEN_XML = b'<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body><w:p>'
@@ -74,6 +87,28 @@ CORPUS = {
     "docx without text": ("blank.docx", _blank_docx),
     "zip bomb": ("dense.docx", lambda: _zip_of_zeros(10, compresslevel=9)),
     "docx named pdf": ("letter.pdf", lambda: _bytes("docx/lorem_ipsum.docx")),
+    # the kinds beside PDF and Word: damaged, encrypted, empty, a lying extension, oversized
+    "truncated xlsx": ("half.xlsx", lambda: _half_of(fixture("founders.xlsx"))),
+    "xlsx with broken xml": ("broken.xlsx", lambda: _rezip(fixture("founders.xlsx"), {"xl/workbook.xml": b"<workbook"})),
+    "password-protected xlsx": ("locked.xlsx", _encrypted_office),
+    "xlsx without a value": ("blank.xlsx", lambda: _workbook({"Empty": []})),
+    "docx named xlsx": ("letter.xlsx", lambda: _bytes("docx/lorem_ipsum.docx")),
+    "xlsx zip bomb": ("dense.xlsx", lambda: _zip_bomb("xl/workbook.xml")),
+    "csv of empty cells": ("blank.csv", lambda: b",,\n ,\t,\n"),
+    "png named csv": ("chart.csv", lambda: b"\x89PNG\r\n\x1a\n" + bytes(200)),
+    "csv with a field over the csv limit": ("huge.csv", lambda: b'name,notes\nalpha,"' + b"x" * 200_000 + b'"\n'),
+    "truncated pptx": ("half.pptx", lambda: _half_of(fixture("txt-fit-text.pptx"))),
+    "pptx missing its presentation part": ("gutted.pptx", lambda: _rezip(fixture("txt-fit-text.pptx"), {"ppt/presentation.xml": None})),
+    "password-protected pptx": ("locked.pptx", _encrypted_office),
+    "pptx without text": ("blank.pptx", _empty_deck),
+    "xlsx named pptx": ("deck.pptx", lambda: fixture("founders.xlsx")),
+    "pptx zip bomb": ("dense.pptx", lambda: _zip_bomb("ppt/presentation.xml")),
+    "html of only scripts": ("app.html", lambda: b"<html><head><script>render()</script></head><body><div id=app></div></body></html>"),
+    "pdf named html": ("page.htm", lambda: _bytes("pdf/scotus-transcript-p1.pdf")),
+    "html in an undetectable encoding": (
+        "noise.html",
+        lambda: b"<html><body>" + bytes(b for b in random.Random(5).randbytes(4000) if b >= 0x80),
+    ),
 }
 
 
@@ -85,6 +120,7 @@ def keyed(personas, role: str = "member") -> APIClient:
 
 def test_the_corpus_holds_at_least_fifteen_malformed_files():
     assert len(CORPUS) >= 15
+    assert {name.rsplit(".", 1)[-1] for name, _ in CORPUS.values()} >= {"pdf", "docx", "txt", "xlsx", "csv", "pptx", "html", "htm"}
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=list(CORPUS))

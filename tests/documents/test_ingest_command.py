@@ -15,7 +15,7 @@ def test_ingest_takes_files_and_folders_and_reports_each(personas, tmp_path):
     (tmp_path / "one.txt").write_text("Otters hold hands while they sleep. They float on their backs.")
     (tmp_path / "more").mkdir()
     (tmp_path / "more" / "two.md").write_text("# Beavers\n\nBeavers build dams from branches and mud.")
-    (tmp_path / "more" / "skip.csv").write_text("not,ingested\n")
+    (tmp_path / "more" / "skip.json").write_text('{"not": "ingested"}\n')
     out, err = StringIO(), StringIO()
     call_command("ingest", "--workspace", "acme", str(tmp_path / "one.txt"), str(tmp_path / "more"), stdout=out, stderr=err)
     documents = {d.filename: d for d in Document.objects.filter(workspace=personas.workspace_a)}

@@ -17,7 +17,7 @@ import docx
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from apps.pipeline.parsing import SUPPORTED_EXTENSIONS, Extracted, Page, ParseError, check_supported, extract, sniff_kind
+from apps.pipeline.parsing import SUPPORTED_EXTENSIONS, Extracted, OcrOptions, Page, ParseError, check_supported, extract, sniff_kind
 
 
 def _docs_dir() -> Path:
@@ -230,7 +230,10 @@ def test_a_zip_that_is_not_a_word_document_is_refused():
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr("notes.txt", "hello")
     message = _refusal("archive.docx", buffer.getvalue())
-    assert "it is a ZIP archive, not a Word document (DOCX). Save it as a PDF, a Word document (.docx) or plain text" in message
+    assert (
+        "it is a ZIP archive, not a Word document (DOCX). Save it as a PDF, Word, Excel, PowerPoint, HTML, CSV or plain text file"
+        in message
+    )
 
 
 def test_an_image_named_pdf_says_it_is_an_image():
@@ -285,11 +288,19 @@ def test_an_aes_pdf_with_only_an_owner_password_is_read():
     assert extract("restricted.pdf", _pdf_bytes(writer)).text == _extracted("pdf/scotus-transcript-p1.pdf").text
 
 
-def test_a_pdf_without_a_text_layer_is_refused_because_ocr_is_not_supported():
+def test_a_pdf_without_a_text_layer_is_refused_when_ocr_is_off():
     writer = PdfWriter()
     writer.add_blank_page(width=612, height=792)
     writer.add_blank_page(width=612, height=792)
-    assert "has no text layer — OCR is not supported" in _refusal("scan.pdf", _pdf_bytes(writer))
+    assert "has 2 of 2 page(s) without a text layer, and OCR is turned off here" in _refusal("scan.pdf", _pdf_bytes(writer))
+
+
+def test_a_pdf_of_blank_pages_is_refused_after_ocr_finds_nothing():
+    writer = PdfWriter()
+    writer.add_blank_page(width=612, height=792)
+    writer.add_blank_page(width=612, height=792)
+    message = _refusal("blank.pdf", _pdf_bytes(writer), ocr=OcrOptions(dpi=72))
+    assert "has no text layer and OCR found no text on its 2 page(s): they look blank" in message
 
 
 def test_a_truncated_word_document_is_refused_as_damaged():

@@ -83,6 +83,12 @@ def test_every_setting_is_on_the_page_with_its_value(personas):
         ({"chunk_size": 100}, "chunk_size", "The chunk overlap (120) must be smaller than the chunk size (100)."),
         ({"dense_k": 0}, "dense_k", "Dense candidates must be between 1 and 200; 0 is not."),
         ({"dense_weight": 0, "keyword_weight": 0}, "dense_weight", "At least one retrieval leg needs a weight above 0."),
+        ({"ocr_language": "zzz"}, "ocr_language", "OCR language: this server's Tesseract has no “zzz”; it has eng."),
+        (
+            {"ocr_language": "../eng"},
+            "ocr_language",
+            "OCR language must be Tesseract language codes such as “eng” or “deu+eng”, not “../eng”.",
+        ),
     ],
 )
 def test_a_bad_value_is_refused_with_a_clear_message_beside_its_field_and_nothing_is_saved(personas, changes, field, message):
@@ -153,3 +159,20 @@ def test_the_service_takes_api_style_values_and_names_the_field_at_fault(persona
     with pytest.raises(PermissionDenied):
         settings_update(workspace=personas.workspace_a, actor=personas.member, changes={"dense_k": 5})
     assert WorkspaceSettings.objects.get(workspace=personas.workspace_a).dense_k == 12
+
+
+def test_the_ocr_language_is_changed_through_the_api_and_audited(personas):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {personas.api_key('admin')}")
+    settings_url = reverse("api_settings", args=[personas.workspace_a.pk])
+    assert api.get(settings_url).json()["ocr_language"] == "eng"
+    refused = api.patch(settings_url, {"ocr_language": 7}, format="json")
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"].startswith("OCR language must be text, not ")
+    changed = api.patch(settings_url, {"ocr_language": "eng+eng"}, format="json")
+    assert changed.status_code == 200
+    assert changed.json()["ocr_language"] == "eng+eng"
+    event = AuditEvent.objects.get(workspace=personas.workspace_a, action="settings.update")
+    assert event.data["changes"] == {"ocr_language": {"from": "eng", "to": "eng+eng"}}

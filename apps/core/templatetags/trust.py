@@ -15,7 +15,10 @@ def label(value) -> str:
 
 @register.filter
 def pages(source: dict) -> str:
-    """ "p. 3" or "pp. 3–4" for a passage of a PDF; nothing for documents without pages."""
+    """Where a passage sits: its `location` when the answer recorded one ("p. 3, OCR", "Sales, row 5",
+    "slide 2"), else "p. 3" or "pp. 3–4" for a passage of a PDF; nothing for documents without units."""
+    if source.get("location"):
+        return source["location"]
     first, last = source.get("first_page"), source.get("last_page")
     if not first:
         return ""

@@ -5,12 +5,14 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from pypdf import PdfReader
 
 from apps.core.errors import ApplicationError
 from apps.documents.models import Chunk, Document
 from apps.documents.services import document_create
 from apps.pipeline.embedding import Embedder, default_model_path
 from bench.common import celery_worker, data_path, emit, progress, temporary_workspace
+from bench.scans import scanned_pdf
 
 
 class Command(BaseCommand):
@@ -20,17 +22,26 @@ class Command(BaseCommand):
         parser.add_argument("--files", type=Path, default=data_path("docs"))
         parser.add_argument("--json", dest="json_path")
         parser.add_argument("--timeout", type=float, default=1800, help="seconds to wait for the worker to settle every file")
+        parser.add_argument(
+            "--scan-pages",
+            type=int,
+            default=4,
+            help="pages of the PDFs under DIR drawn to images (a scan, no text layer) and ingested by OCR",
+        )
 
-    def handle(self, *args, files: Path, json_path: str | None, timeout: float, **options):
+    def handle(self, *args, files: Path, json_path: str | None, timeout: float, scan_pages: int, **options):
         files = Path(files)
         paths = sorted(p for p in files.rglob("*") if p.is_file()) if files.is_dir() else []
         if not paths:
             raise CommandError(f"No files under {files}.")
-        with celery_worker() as worker_note, temporary_workspace("ingest") as workspace:
-            progress(f"worker: {worker_note}; {len(paths)} file(s)")
-            rows, seconds = _ingest_all(workspace, paths, timeout)
-            texts = list(Chunk.objects.filter(workspace=workspace).order_by("document_id", "ordinal").values_list("text", flat=True))
-            embed_only = _embed_only_rate(texts)
+        with celery_worker() as worker_note:
+            with temporary_workspace("ingest") as workspace:
+                progress(f"worker: {worker_note}; {len(paths)} file(s)")
+                rows, seconds = _ingest_all(workspace, paths, timeout)
+                texts = list(Chunk.objects.filter(workspace=workspace).order_by("document_id", "ordinal").values_list("text", flat=True))
+                embed_only = _embed_only_rate(texts)
+            with temporary_workspace("ocr") as workspace:
+                ocr = _ocr_rate(workspace, paths, scan_pages, timeout)
         chunks_per_s = len(texts) / seconds if seconds else 0.0
         result = {
             "files": rows,
@@ -39,6 +50,7 @@ class Command(BaseCommand):
             "chunks_per_s": round(chunks_per_s, 2),
             "embed_only_chunks_per_s": round(embed_only, 2),
             "ratio": round(chunks_per_s / embed_only, 4) if embed_only else 0.0,
+            **ocr,
         }
         emit(result, json_path, self.stdout)
 
@@ -66,8 +78,36 @@ def _ingest_all(workspace, paths: list[Path], timeout: float) -> tuple[list[dict
             "pages": document.page_count,
             "chunks": document.chunk_count,
             "seconds": round(seconds, 3),
+            "ocr_pages": document.ocr_page_count,
         }
     return [rows[p.name] for p in paths], elapsed
+
+
+def _ocr_rate(workspace, paths: list[Path], pages: int, timeout: float) -> dict:
+    """One scan of the first `pages` pages of the PDFs (no text layer, so every page is read by
+    OCR) through the upload service and the worker: pages read by OCR per second of its ingestion."""
+    chosen = [(path, number) for path in paths if path.suffix.lower() == ".pdf" for number in range(1, _page_count(path) + 1)][:pages]
+    if not chosen:
+        return {"ocr_pages": 0, "ocr_seconds": 0.0, "ocr_pages_per_s": 0.0, "ocr_error": "no PDF pages to scan"}
+    progress(f"OCR: a scan of {len(chosen)} page(s)")
+    document, _ = document_create(workspace=workspace, actor=None, filename="bench-scan.pdf", data=scanned_pdf(chosen))
+    _wait_settled(workspace, timeout)
+    document.refresh_from_db()
+    seconds = (document.updated_at - document.created_at).total_seconds()
+    rate = document.ocr_page_count / seconds if seconds else 0.0
+    return {
+        "ocr_pages": document.ocr_page_count,
+        "ocr_seconds": round(seconds, 3),
+        "ocr_pages_per_s": round(rate, 3),
+        "ocr_error": document.error,
+    }
+
+
+def _page_count(path: Path) -> int:
+    try:
+        return len(PdfReader(path).pages)
+    except Exception:  # a broken PDF of the corpus is ingest's to report, not a page to scan
+        return 0
 
 
 def _wait_settled(workspace, timeout: float) -> None:

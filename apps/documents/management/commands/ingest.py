@@ -50,7 +50,7 @@ class Command(BaseCommand):
         document.refresh_from_db()
         if document.status == DocumentStatus.FAILED:
             return f"failed: {document.error}"
-        return f"ready: {document.page_count} page(s), {document.chunk_count} chunk(s)"
+        return f"ready: {document.contents or f'{document.page_count} page(s)'}, {document.chunk_count} chunk(s)"
 
 
 def _collect(paths: list[Path]) -> list[Path]:

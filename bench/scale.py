@@ -7,8 +7,8 @@ embedding of a text made of pieces lies close to the length-weighted mean of the
 embeddings, and a little Gaussian noise keeps the derived vectors apart. Embedding 100,000
 chunks for real would take over two hours on the two-core machine (~12 chunks/s).
 
-Everything is written through the product's own chunk writer (`_write_chunks`: chunk rows,
-the HNSW and GIN indexes, the BM25 statistics and sparse vectors), and the baseline — the
+Everything is written through the product's own bulk chunk writer (`document_chunks_write_many`:
+chunk rows, the HNSW and GIN indexes, the BM25 statistics and sparse vectors), and the baseline — the
 original design's in-process rank_bm25 + faiss retrieval — searches the very same texts and
 vectors.
 """

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import PurePath
 
@@ -11,17 +12,19 @@ from django.core.files.base import ContentFile
 from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
+from pgvector import Vector
 
 from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
 from apps.core.text import safe_filename, storable
-from apps.documents.models import Chunk, Document, DocumentStatus
+from apps.documents.models import Document, DocumentStatus
 from apps.documents.signals import document_text_changed
-from apps.documents.sql import index_document, unindex_document
+from apps.documents.sql import documents_mark_written, unindex_document, write_chunks
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.parsing import Extracted, OcrOptions, ParseError, check_supported, extract
 from apps.pipeline.text import chunk_text
+from apps.pipeline.types import ChunkDraft
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
 from apps.workspaces.tenancy import access, require
@@ -223,42 +226,65 @@ def _locations_write(document: Document, extracted: Extracted) -> None:
     Document.objects.filter(pk=document.pk).update(locations=extracted.locations, ocr_page_count=extracted.ocr_page_count)
 
 
+@dataclass(frozen=True)
+class ChunkWrite:
+    """One document's chunks for `document_chunks_write_many`: its extracted text, the drafts cut
+    from it and one vector per draft (a (len(drafts), DIMENSIONS) float array or list of rows)."""
+
+    document: Document
+    extracted: Extracted
+    drafts: Sequence[ChunkDraft]
+    vectors: Sequence
+
+
 def document_chunks_write(*, document: Document, extracted: Extracted, drafts, vectors) -> None:
     """Write a document's chunks, their vectors and keyword statistics, and mark it ready; all in
-    one transaction: a re-run replaces them, never adds to them. Ingestion calls it, and so does a
-    bulk import that parsed and embedded elsewhere (bench_scale)."""
-    workspace = document.workspace
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            unindex_document(cursor, workspace_id=workspace.pk, document_id=document.pk)
-        Chunk.objects.filter(workspace=workspace, document=document).delete()
-        Chunk.objects.bulk_create(
-            Chunk(
-                workspace=workspace,
-                document=document,
-                ordinal=d.ordinal,
-                text=d.text,
-                first_page=extracted.page_of(d.start),
-                last_page=extracted.page_of(d.end - 1),
-                start_offset=d.start,
-                end_offset=d.end,
-                embedding=v,
-            )
-            for d, v in zip(drafts, vectors, strict=True)
-        )
-        with connection.cursor() as cursor:
-            index_document(cursor, workspace_id=workspace.pk, document_id=document.pk)
-        Document.objects.filter(pk=document.pk).update(
-            kind=extracted.kind,
-            text=extracted.text,
-            page_count=extracted.page_count,
-            chunk_count=len(drafts),
-            progress_done=len(drafts),
-            progress_total=len(drafts),
+    one transaction: a re-run replaces them, never adds to them. Ingestion calls it."""
+    document_chunks_write_many(workspace=document.workspace, writes=[ChunkWrite(document, extracted, drafts, vectors)])
+
+
+def document_chunks_write_many(*, workspace: Workspace, writes: Sequence[ChunkWrite]) -> int:
+    """`document_chunks_write` for several documents of one workspace in one transaction and one
+    pass: the rows go in with one COPY and one INSERT that computes their token counts and BM25
+    vectors on the way (no chunk is updated after it is written), and each document is weighted as
+    if the documents had been written one at a time, in this order. A bulk import that parsed and
+    embedded elsewhere calls it (bench_scale). Returns the number of chunks written."""
+    documents = [w.document for w in writes]
+    if any(d.workspace_id != workspace.pk for d in documents):
+        raise ValueError("every document of a chunk write must belong to its workspace")
+    if len({d.pk for d in documents}) != len(documents):
+        raise ValueError("a chunk write names each document once")
+    if not writes:
+        return 0
+    now = timezone.now()
+    with transaction.atomic(), connection.cursor() as cursor:
+        written = write_chunks(cursor, workspace_id=workspace.pk, document_ids=[d.pk for d in documents], rows=_rows(writes), now=now)
+        documents_mark_written(
+            cursor,
+            workspace_id=workspace.pk,
+            documents=[(w.document.pk, w.extracted.kind, w.extracted.text, w.extracted.page_count, len(w.drafts)) for w in writes],
             status=DocumentStatus.READY,
-            error="",
-            updated_at=timezone.now(),
+            now=now,
         )
+    return written
+
+
+def _rows(writes: Sequence[ChunkWrite]):
+    """The staged rows of write_chunks, in its column order, vectors in pgvector's binary form."""
+    for seq, write in enumerate(writes):
+        extracted, document_id = write.extracted, write.document.pk
+        for draft, vector in zip(write.drafts, write.vectors, strict=True):
+            yield (
+                seq,
+                document_id,
+                draft.ordinal,
+                draft.text,
+                extracted.page_of(draft.start),
+                extracted.page_of(draft.end - 1),
+                draft.start,
+                draft.end,
+                Vector(vector).to_binary(),
+            )
 
 
 def _mark_failed(document: Document, message: str) -> Document:

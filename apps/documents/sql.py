@@ -25,51 +25,114 @@ SELECT 1 FROM documents_indexstat WHERE workspace_id = %(workspace)s FOR UPDATE;
 _DOCUMENT_TERMS = """
     SELECT u.lexeme, count(*) AS df
     FROM documents_chunk c, unnest(c.search_vector) AS u
-    WHERE c.workspace_id = %(workspace)s AND c.document_id = %(document)s
+    WHERE c.workspace_id = %(workspace)s AND c.document_id = ANY(%(documents)s::uuid[])
     GROUP BY u.lexeme
 """
 
-ADD_DOCUMENT_STATS = f"""
-INSERT INTO documents_termstat (workspace_id, lexeme, df)
-SELECT %(workspace)s, lexeme, df FROM ({_DOCUMENT_TERMS}) t
-ON CONFLICT (workspace_id, lexeme) DO UPDATE SET df = documents_termstat.df + EXCLUDED.df;
-UPDATE documents_indexstat s SET chunk_count = s.chunk_count + d.n, token_total = s.token_total + d.tokens
-FROM (SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens FROM documents_chunk
-      WHERE workspace_id = %(workspace)s AND document_id = %(document)s) d
-WHERE s.workspace_id = %(workspace)s;
+_DOCUMENT_TOTALS = """
+    SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens FROM documents_chunk
+    WHERE workspace_id = %(workspace)s AND document_id = ANY(%(documents)s::uuid[])
 """
 
+# A lexeme whose every chunk goes loses its row; the others count down. One pass over the
+# documents' own lexemes, never over the workspace's whole vocabulary.
 REMOVE_DOCUMENT_STATS = f"""
-UPDATE documents_termstat s SET df = s.df - t.df
-FROM ({_DOCUMENT_TERMS}) t
-WHERE s.workspace_id = %(workspace)s AND s.lexeme = t.lexeme;
-DELETE FROM documents_termstat WHERE workspace_id = %(workspace)s AND df = 0;
-UPDATE documents_indexstat s SET chunk_count = s.chunk_count - d.n, token_total = s.token_total - d.tokens
-FROM (SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens FROM documents_chunk
-      WHERE workspace_id = %(workspace)s AND document_id = %(document)s) d
-WHERE s.workspace_id = %(workspace)s;
-"""
-
-SET_TOKEN_COUNTS = """
-UPDATE documents_chunk c
-SET token_count = (SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(c.search_vector) AS u)
-WHERE c.workspace_id = %(workspace)s AND c.document_id = %(document)s
-"""
-
-SET_CHUNK_VECTORS = f"""
-UPDATE documents_chunk c
-SET bm25 = (
-    SELECT ('{{' || coalesce(string_agg(w.dim || ':' || w.weight, ',' ORDER BY w.dim), '') || '}}/{LEXEME_DIMENSIONS}')::sparsevec
-    FROM (
-        SELECT trustrag_lexeme_dim(u.lexeme) AS dim,
-               sum(cardinality(u.positions) * ({K1} + 1)
-                   / (cardinality(u.positions) + {K1} * (1 - {B} + {B} * c.token_count / greatest(s.token_total::float8 / greatest(s.chunk_count, 1), 1)))) AS weight
-        FROM unnest(c.search_vector) AS u
-        GROUP BY 1
-    ) w
+WITH t AS ({_DOCUMENT_TERMS}),
+gone AS (
+    DELETE FROM documents_termstat s USING t
+    WHERE s.workspace_id = %(workspace)s AND s.lexeme = t.lexeme AND s.df <= t.df
 )
-FROM documents_indexstat s
-WHERE s.workspace_id = c.workspace_id AND c.workspace_id = %(workspace)s AND c.document_id = %(document)s
+UPDATE documents_termstat s SET df = s.df - t.df
+FROM t
+WHERE s.workspace_id = %(workspace)s AND s.lexeme = t.lexeme AND s.df > t.df;
+UPDATE documents_indexstat s SET chunk_count = s.chunk_count - d.n, token_total = s.token_total - d.tokens
+FROM ({_DOCUMENT_TOTALS}) d
+WHERE s.workspace_id = %(workspace)s;
+DELETE FROM documents_chunk WHERE workspace_id = %(workspace)s AND document_id = ANY(%(documents)s::uuid[]);
+"""
+
+HAS_CHUNKS = "SELECT EXISTS (SELECT 1 FROM documents_chunk WHERE workspace_id = %(workspace)s AND document_id = ANY(%(documents)s::uuid[]))"
+
+# A batch of chunks is staged with one COPY, then written with one INSERT … SELECT that computes
+# what the keyword leg needs on the way in: the lexemes (the same `to_tsvector` as the generated
+# `search_vector`), the token count and the BM25 vector. No row is updated after it is written,
+# so each chunk leaves one entry in each index.
+STAGE_CHUNKS = """
+CREATE TEMP TABLE trustrag_chunk_staging (
+    seq integer NOT NULL,
+    document_id uuid NOT NULL,
+    ordinal integer NOT NULL,
+    text text NOT NULL,
+    first_page integer NOT NULL,
+    last_page integer NOT NULL,
+    start_offset integer NOT NULL,
+    end_offset integer NOT NULL,
+    embedding vector NOT NULL
+) ON COMMIT DROP
+"""
+STAGED_COLUMNS = ("seq", "document_id", "ordinal", "text", "first_page", "last_page", "start_offset", "end_offset", "embedding")
+# The binary COPY's type per column; the embedding goes as pgvector's own binary form (the bytes
+# its receive function reads), which is what a bytea field carries through COPY unchanged.
+STAGED_TYPES = ("int4", "uuid", "int4", "text", "int4", "int4", "int4", "int4", "bytea")
+COPY_STAGED = f"COPY trustrag_chunk_staging ({', '.join(STAGED_COLUMNS)}) FROM STDIN (FORMAT BINARY)"
+DROP_STAGED = "DROP TABLE trustrag_chunk_staging"
+
+# Set-based, one pass over the batch's lexemes: each chunk's terms (the same `to_tsvector` as the
+# generated `search_vector`), its token count, its document's average chunk length, then its BM25
+# weights by dimension; the workspace's statistics count the batch in within the same statement.
+# Every part reads the statistics as they were before it (one snapshot), so the average length a
+# document is weighted with is the workspace's once that document is counted in — its batch
+# predecessors (`seq` order) included, its successors not — exactly as when documents are written
+# one at a time.
+WRITE_STAGED = f"""
+WITH terms AS MATERIALIZED (
+    SELECT s.seq, s.ordinal, u.lexeme, cardinality(u.positions) AS tf
+    FROM trustrag_chunk_staging s, unnest(to_tsvector('english', s.text)) AS u
+),
+lengths AS MATERIALIZED (
+    SELECT s.seq, s.ordinal, coalesce(sum(t.tf), 0)::integer AS token_count
+    FROM trustrag_chunk_staging s LEFT JOIN terms t ON t.seq = s.seq AND t.ordinal = s.ordinal
+    GROUP BY s.seq, s.ordinal
+),
+averages AS (
+    SELECT r.seq, (i.token_total + r.tokens)::float8 / greatest(i.chunk_count + r.chunks, 1) AS avgdl
+    FROM (
+        SELECT seq, (sum(count(*)) OVER w)::bigint AS chunks, (sum(sum(token_count)) OVER w)::bigint AS tokens
+        FROM lengths GROUP BY seq
+        WINDOW w AS (ORDER BY seq)
+    ) r, documents_indexstat i
+    WHERE i.workspace_id = %(workspace)s
+),
+weights AS (
+    SELECT t.seq, t.ordinal, trustrag_lexeme_dim(t.lexeme) AS dim,
+           sum(t.tf * ({K1} + 1) / (t.tf + {K1} * (1 - {B} + {B} * l.token_count / greatest(a.avgdl, 1)))) AS weight
+    FROM terms t
+    JOIN lengths l ON l.seq = t.seq AND l.ordinal = t.ordinal
+    JOIN averages a ON a.seq = t.seq
+    GROUP BY 1, 2, 3
+),
+vectors AS (
+    SELECT seq, ordinal, string_agg(dim || ':' || weight, ',' ORDER BY dim) AS pairs FROM weights GROUP BY 1, 2
+),
+frequencies AS (
+    INSERT INTO documents_termstat (workspace_id, lexeme, df)
+    SELECT %(workspace)s::uuid, lexeme, count(*) FROM terms GROUP BY lexeme
+    ON CONFLICT (workspace_id, lexeme) DO UPDATE SET df = documents_termstat.df + EXCLUDED.df
+),
+totals AS (
+    UPDATE documents_indexstat s SET chunk_count = s.chunk_count + d.n, token_total = s.token_total + d.tokens
+    FROM (SELECT count(*) AS n, coalesce(sum(token_count), 0) AS tokens FROM lengths) d
+    WHERE s.workspace_id = %(workspace)s
+)
+INSERT INTO documents_chunk (id, workspace_id, created_at, document_id, ordinal, text, first_page, last_page,
+                             start_offset, end_offset, embedding, token_count, bm25)
+SELECT gen_random_uuid(), %(workspace)s::uuid, %(now)s::timestamptz, s.document_id, s.ordinal, s.text, s.first_page,
+       s.last_page, s.start_offset, s.end_offset, s.embedding, l.token_count,
+       ('{{' || coalesce(v.pairs, '') || '}}/{LEXEME_DIMENSIONS}')::sparsevec
+FROM trustrag_chunk_staging s
+JOIN lengths l ON l.seq = s.seq AND l.ordinal = s.ordinal
+LEFT JOIN vectors v ON v.seq = s.seq AND v.ordinal = s.ordinal
+ORDER BY s.seq, s.ordinal
 """
 
 
@@ -112,17 +175,62 @@ keyword AS (
 
 
 def unindex_document(cursor, *, workspace_id, document_id) -> None:
-    """Take a document's chunks out of the statistics (before they are deleted)."""
-    _run(cursor, LOCK_STATS + REMOVE_DOCUMENT_STATS, workspace_id, document_id)
+    """Take a document's chunks out of the statistics and delete them."""
+    params = _params(workspace_id, [document_id])
+    _run(cursor, LOCK_STATS + REMOVE_DOCUMENT_STATS, params)
 
 
-def index_document(cursor, *, workspace_id, document_id) -> None:
-    """Count a document's freshly written chunks in, then give each its BM25 vector."""
-    _run(cursor, LOCK_STATS + SET_TOKEN_COUNTS + ";\n" + ADD_DOCUMENT_STATS + SET_CHUNK_VECTORS, workspace_id, document_id)
+def write_chunks(cursor, *, workspace_id, document_ids: list, rows, now) -> int:
+    """Replace the chunks of these documents (all of one workspace) with `rows`, one tuple per
+    chunk in STAGED_COLUMNS order with `seq` the document's place in `document_ids`, and count them
+    into the workspace's BM25 statistics. One COPY and one INSERT (which also counts the statistics)
+    whatever the number of rows; run inside a transaction. Returns the number of chunks written."""
+    params = _params(workspace_id, document_ids) | {"now": now}
+    _run(cursor, LOCK_STATS, params)
+    cursor.execute(HAS_CHUNKS, params)
+    if cursor.fetchone()[0]:
+        _run(cursor, REMOVE_DOCUMENT_STATS, params)
+    cursor.execute(STAGE_CHUNKS)
+    with cursor.copy(COPY_STAGED) as copy:
+        copy.set_types(STAGED_TYPES)
+        for row in rows:
+            copy.write_row(row)
+    cursor.execute(WRITE_STAGED, params)
+    written = cursor.rowcount
+    cursor.execute(DROP_STAGED)
+    return written
 
 
-def _run(cursor, script: str, workspace_id, document_id) -> None:
-    params = {"workspace": str(workspace_id), "document": str(document_id)}
+DOCUMENTS_WRITTEN = """
+UPDATE documents_document d
+SET kind = v.kind, text = v.text, page_count = v.page_count, chunk_count = v.chunk_count,
+    progress_done = v.chunk_count, progress_total = v.chunk_count, status = %(status)s, error = '', updated_at = %(now)s
+FROM unnest(%(documents)s::uuid[], %(kinds)s::text[], %(texts)s::text[], %(pages)s::integer[], %(chunks)s::integer[])
+    AS v(id, kind, text, page_count, chunk_count)
+WHERE d.workspace_id = %(workspace)s AND d.id = v.id
+"""
+
+
+def documents_mark_written(cursor, *, workspace_id, documents: list[tuple], status: str, now) -> None:
+    """Each (id, kind, text, page count, chunk count) document of the workspace gets its text and
+    counts and the status, in one statement."""
+    ids, kinds, texts, pages, chunks = zip(*documents, strict=True) if documents else ([],) * 5
+    params = _params(workspace_id, ids) | {
+        "kinds": list(kinds),
+        "texts": list(texts),
+        "pages": list(pages),
+        "chunks": list(chunks),
+        "status": status,
+        "now": now,
+    }
+    cursor.execute(DOCUMENTS_WRITTEN, params)
+
+
+def _params(workspace_id, document_ids: list) -> dict:
+    return {"workspace": str(workspace_id), "documents": [str(d) for d in document_ids]}
+
+
+def _run(cursor, script: str, params: dict) -> None:
     for statement in statements(script):
         cursor.execute(statement, params)
 
@@ -205,3 +313,4 @@ def _candidate(row) -> Candidate:
         fused_score=float(fused),
         cosine=float(cosine),
     )
+

@@ -11,8 +11,10 @@ frequencies, so `bm25 <#> query` is minus the BM25 score, computed in C for the
 candidates the GIN index finds. avgdl is the workspace's at indexing time;
 chunks are of bounded length, so it moves little, and re-indexing refreshes it.
 
-Term frequencies and lengths come from the generated `tsvector` (english
-configuration: stemmed, stop words removed), so keyword search and BM25 agree.
+Term frequencies and lengths come from the same `to_tsvector` (english
+configuration: stemmed, stop words removed) as the generated `search_vector`, so
+keyword search and BM25 agree; they are computed as a chunk is written, in the one
+statement that writes it, so no chunk is updated after it is written.
 """
 
 from __future__ import annotations

@@ -127,6 +127,21 @@ class Chunk(TenantModel):
         ]
 
 
+class UnitVectors(TenantModel):
+    """The vectors of a chunk's units — its sentences and table rows, as
+    apps.pipeline.text.unit_reads reads them — embedded once at ingestion, float16, in order: no
+    model pass over passages at query time. Keyed by the chunk's place in its document and written
+    with one COPY beside the chunks (the chunk rows stay as the bulk write makes them); a chunk
+    indexed before these were kept has none until it is re-indexed."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+    ordinal = models.PositiveIntegerField()
+    vectors = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["document", "ordinal"], name="unitvectors_unique_chunk")]
+
+
 class TermStat(models.Model):
     """Document frequency of one lexeme among a workspace's chunks, kept by ingestion."""
 

@@ -3,15 +3,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from django.db import connection, transaction
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from apps.audits.selectors import audit_event_list
-from apps.documents.models import Chunk, Document, DocumentKind
+from apps.documents.models import Chunk, Document, DocumentKind, UnitVectors
 from apps.documents.sql import hybrid_search
 from apps.pipeline.parsing import Location, describe_span
 from apps.pipeline.retrieval import RetrievalParams
-from apps.pipeline.text import is_table_row, sentence_spans, table_header
+from apps.pipeline.text import is_table_row, passage_header, sentence_spans, table_header
 from apps.pipeline.types import Candidate
 from apps.workspaces.models import Workspace
 from apps.workspaces.tenancy import access
@@ -70,24 +70,40 @@ def chunk_search(*, workspace: Workspace, question: str, query_vector, params: R
 
 
 def _with_table_headers(workspace: Workspace, candidates: list[Candidate]) -> list[Candidate]:
-    """Each passage that opens inside a table whose heading line is in an earlier passage, with
-    that heading (read from the document's text): a row is read under its table's heading."""
-    headless = {}
-    for c in candidates:
-        first = next(iter(sentence_spans(c.text)), None)
-        if first is not None and is_table_row(c.text[first.start : first.end]) and table_header(c.text, first.start) is None:
-            headless[c.chunk_id] = c.start + first.start
-    if not headless:
+    """Each passage with what it is read by: its units' vectors stored at ingestion, and, when it
+    opens inside a table whose heading line is in an earlier passage, that heading (from the
+    document's text: a row is read under its table's heading)."""
+    if not candidates:
         return candidates
-    documents = {c.document_id for c in candidates if c.chunk_id in headless}
-    texts = dict(Document.objects.filter(workspace=workspace, pk__in=documents).values_list("id", "text"))
-    texts = {str(pk): text for pk, text in texts.items()}
+    stored = _unit_vectors(workspace, [c for c in candidates if c.url is None])
+    headless = {c.chunk_id for c in candidates if _opens_in_a_table(c.text)}
+    texts = {}
+    if headless:
+        documents = {c.document_id for c in candidates if c.chunk_id in headless}
+        found = Document.objects.filter(workspace=workspace, pk__in=documents).values_list("id", "text")
+        texts = {str(pk): text for pk, text in found}
 
-    def headed(c: Candidate) -> Candidate:
-        text = texts.get(c.document_id)
-        return replace(c, table_header=table_header(text, headless[c.chunk_id])) if c.chunk_id in headless and text else c
+    def read_by(c: Candidate) -> Candidate:
+        header = passage_header(c.text, c.start, texts[c.document_id]) if c.chunk_id in headless and c.document_id in texts else None
+        return replace(c, table_header=header, unit_vectors=stored.get((c.document_id, c.ordinal)))
 
-    return [headed(c) for c in candidates]
+    return [read_by(c) for c in candidates]
+
+
+def _unit_vectors(workspace: Workspace, candidates: list[Candidate]) -> dict[tuple[str, int], bytes]:
+    """(document id, ordinal) → the chunk's stored unit vectors, for these passages, in one query."""
+    if not candidates:
+        return {}
+    wanted = Q()
+    for c in candidates:
+        wanted |= Q(document_id=c.document_id, ordinal=c.ordinal)
+    found = UnitVectors.objects.filter(wanted, workspace=workspace).values_list("document_id", "ordinal", "vectors")
+    return {(str(document), ordinal): bytes(vectors) for document, ordinal, vectors in found}
+
+
+def _opens_in_a_table(text: str) -> bool:
+    first = next(iter(sentence_spans(text)), None)
+    return first is not None and is_table_row(text[first.start : first.end]) and table_header(text, first.start) is None
 
 
 def documents_reindex_pending(*, workspace: Workspace) -> bool:

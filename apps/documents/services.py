@@ -20,10 +20,10 @@ from apps.core.events import event_record
 from apps.core.text import safe_filename, storable
 from apps.documents.models import Document, DocumentStatus
 from apps.documents.signals import document_text_changed
-from apps.documents.sql import documents_mark_written, unindex_document, write_chunks
-from apps.pipeline.embedding import get_embedder
+from apps.documents.sql import documents_mark_written, unindex_document, unit_vectors_write, write_chunks
+from apps.pipeline.embedding import get_embedder, pack_vectors
 from apps.pipeline.parsing import Extracted, OcrOptions, ParseError, check_supported, extract
-from apps.pipeline.text import chunk_text
+from apps.pipeline.text import chunk_text, passage_header, unit_reads
 from apps.pipeline.types import ChunkDraft
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
@@ -91,10 +91,17 @@ def document_ingest(*, workspace: Workspace, document_id) -> Document | None:
     # U+FFFD, one for one, so chunk offsets and citations still point where they did.
     extracted = replace(extracted, text=storable(extracted.text))
     drafts = chunk_text(extracted.text, size=options.chunk_size, overlap=options.chunk_overlap)
-    vectors = _embed_with_progress(document, [d.text for d in drafts])
+    # Each chunk is embedded whole (for retrieval) and unit by unit (for reranking and the stages
+    # after it, which then embed only the question); a table row is read under its heading line.
+    groups = [[d.text, *unit_reads(d.text, passage_header(d.text, d.start, extracted.text))] for d in drafts]
+    embedded = _embed_with_progress(document, groups)
+    vectors = [group[0] for group in embedded]
     with transaction.atomic():  # the locations change with the chunks that cite them, never before
         _locations_write(document, extracted)
         document_chunks_write(document=document, extracted=extracted, drafts=drafts, vectors=vectors)
+        with connection.cursor() as cursor:
+            rows = [(d.ordinal, pack_vectors(group[1:])) for d, group in zip(drafts, embedded, strict=True)]
+            unit_vectors_write(cursor, workspace_id=workspace.pk, document_id=document.pk, rows=rows, now=timezone.now())
     document.refresh_from_db()
     document_text_changed.send(sender=Document, workspace=workspace, document_id=document.pk)
     return document
@@ -182,17 +189,22 @@ def _claim(workspace: Workspace, document_id) -> bool:
     )
 
 
-def _embed_with_progress(document: Document, texts: list[str]):
+def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
+    """Each group's texts embedded (a chunk and its units), in batches; progress counts the
+    groups done, so it reads in chunks."""
     import numpy as np
 
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
     step = settings.EMBEDDING_BATCH_SIZE
+    texts = [text for group in groups for text in group]
+    ends = np.cumsum([len(group) for group in groups])
     parts = []
-    _progress(document, 0, len(texts))
+    _progress(document, 0, len(groups))
     for start in range(0, len(texts), step):
         parts.append(embedder.embed(texts[start : start + step]))
-        _progress(document, start + len(parts[-1]), len(texts))
-    return np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
+        _progress(document, int(np.searchsorted(ends, start + len(parts[-1]), side="right")), len(groups))
+    flat = np.concatenate(parts) if parts else np.zeros((0, 384), dtype=np.float32)
+    return np.split(flat, ends[:-1]) if groups else []
 
 
 def _progress(document: Document, done: int, total: int, unit: str = "chunks") -> None:

@@ -314,3 +314,17 @@ def _candidate(row) -> Candidate:
         cosine=float(cosine),
     )
 
+
+UNIT_VECTORS_COPY = "COPY documents_unitvectors (id, workspace_id, created_at, document_id, ordinal, vectors) FROM STDIN (FORMAT BINARY)"
+
+
+def unit_vectors_write(cursor, *, workspace_id, document_id, rows, now) -> None:
+    """Replace a document's stored unit vectors with `rows` ((ordinal, float16 bytes) per chunk):
+    one DELETE and one COPY, in the caller's transaction."""
+    import uuid
+
+    cursor.execute("DELETE FROM documents_unitvectors WHERE workspace_id = %s AND document_id = %s", [str(workspace_id), str(document_id)])
+    with cursor.copy(UNIT_VECTORS_COPY) as copy:
+        copy.set_types(["uuid", "uuid", "timestamptz", "uuid", "int4", "bytea"])
+        for ordinal, vectors in rows:
+            copy.write_row((uuid.uuid4(), workspace_id, now, document_id, ordinal, vectors))

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
+from apps.pipeline.embedding import unpack_vectors
 from apps.pipeline.gate import REFUSAL, GateDecision, confidence_gate
 from apps.pipeline.generation import cite_sentences
 from apps.pipeline.llm_judge import LLMJudge
@@ -25,7 +26,7 @@ from apps.pipeline.prompting import parse_rewrite, rewrite_messages
 from apps.pipeline.providers import GenerationRequest, Router
 from apps.pipeline.rerank import Reranker, Scored
 from apps.pipeline.retrieval import RetrievalParams
-from apps.pipeline.text import first_table_header
+from apps.pipeline.text import first_table_header, unit_reads
 from apps.pipeline.trust import REFUSED, Trust, TrustWeights, source_agreement, trust_score
 from apps.pipeline.types import Answer, Candidate, VerifiedClaim
 from apps.pipeline.verification import verify_answer
@@ -199,9 +200,20 @@ def retrieve_and_rerank(question: str, *, settings: AnswerSettings, tools: Tools
         candidates = tools.search(question, query_vector, settings.retrieval)
         note["detail"] = f"{len(candidates)} passages"
     with clock.stage("rerank") as note:
+        _recall_stored_units(candidates, tools.embedder)
         reranked = tools.reranker.rerank(question, query_vector, candidates)
         note["detail"] = f"{tools.reranker.name}" + (f", best {reranked[0].score:.3f}" if reranked else "")
     return Retrieved(query_vector, candidates, reranked)
+
+
+def _recall_stored_units(candidates: list[Candidate], embedder) -> None:
+    """Hand the embedder the unit vectors stored with each passage at ingestion: reranking,
+    refinement, the extractive provider and the judge then find them instead of encoding them."""
+    for c in candidates:
+        if c.unit_vectors:
+            reads, vectors = unit_reads(c.text, c.table_header), unpack_vectors(c.unit_vectors)
+            if len(reads) == len(vectors):  # stored under the same reading of the passage
+                embedder.remember(reads, vectors)
 
 
 @dataclass(frozen=True)

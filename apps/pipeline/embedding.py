@@ -47,6 +47,11 @@ class Embedder:
             self._remember(missing, vectors)
         return np.stack([found[t] for t in texts])
 
+    def remember(self, texts: list[str], vectors: np.ndarray) -> None:
+        """Take these texts' vectors as known (stored at ingestion): they are not encoded again."""
+        if len(texts) == len(vectors):
+            self._remember(list(texts), np.asarray(vectors, dtype=np.float32))
+
     def forget(self) -> None:
         """Empty the cache of recent texts' vectors (a benchmark measures each mode cold)."""
         with self._lock:
@@ -81,3 +86,12 @@ def default_model_path() -> str:
 @cache
 def get_embedder(model_name_or_path: str = "", batch_size: int = 32) -> Embedder:
     return Embedder(model_name_or_path or default_model_path(), batch_size)
+
+
+def pack_vectors(vectors: np.ndarray) -> bytes:
+    """Unit vectors as stored beside their passage: float16, row after row (768 bytes each)."""
+    return np.asarray(vectors, dtype=np.float16).tobytes()
+
+
+def unpack_vectors(data: bytes) -> np.ndarray:
+    return np.frombuffer(bytes(data), dtype=np.float16).reshape(-1, DIMENSIONS).astype(np.float32)

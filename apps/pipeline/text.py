@@ -60,6 +60,21 @@ def read_units(text: str, header: str | None = None) -> list[Unit]:
     return units
 
 
+def passage_header(text: str, start: int, document: str) -> str | None:
+    """The heading line for a passage that opens inside a table whose heading is in an earlier
+    passage of `document` (the passage is document[start : start + len(text)]); None otherwise.
+    Ingestion and retrieval both ask it, so a row is read the same way by both."""
+    first = next(iter(sentence_spans(text)), None)
+    if first is None or not is_table_row(text[first.start : first.end]) or table_header(text, first.start) is not None:
+        return None
+    return table_header(document, start + first.start)
+
+
+def unit_reads(text: str, header: str | None = None) -> list[str]:
+    """What each unit of a passage is read as (and embedded as, once, at ingestion)."""
+    return [unit.read for unit in read_units(text, header)]
+
+
 def first_table_header(text: str) -> str | None:
     """The heading line of the first table in `text` that has one there."""
     for span in sentence_spans(text):

@@ -38,6 +38,9 @@ class Candidate:
     # The heading line of the table this passage's first rows belong to, when the table starts
     # in an earlier passage (a row is read with its table's heading).
     table_header: str | None = None
+    # Its units' vectors as embedded at ingestion (float16, in `unit_reads` order), so reranking
+    # and the stages after it embed only the question; None for a web result or an older chunk.
+    unit_vectors: bytes | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

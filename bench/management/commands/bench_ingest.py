@@ -11,6 +11,7 @@ from apps.core.errors import ApplicationError
 from apps.documents.models import Chunk, Document
 from apps.documents.services import document_create
 from apps.pipeline.embedding import Embedder, default_model_path
+from apps.pipeline.text import passage_header, unit_reads
 from bench.common import celery_worker, data_path, emit, progress, temporary_workspace
 from bench.scans import scanned_pdf
 
@@ -38,11 +39,11 @@ class Command(BaseCommand):
             with temporary_workspace("ingest") as workspace:
                 progress(f"worker: {worker_note}; {len(paths)} file(s)")
                 rows, seconds = _ingest_all(workspace, paths, timeout)
-                texts = list(Chunk.objects.filter(workspace=workspace).order_by("document_id", "ordinal").values_list("text", flat=True))
+                texts = _chunk_and_unit_texts(workspace)
                 embed_only = _embed_only_rate(texts)
             with temporary_workspace("ocr") as workspace:
                 ocr = _ocr_rate(workspace, paths, scan_pages, timeout)
-        chunks_per_s = len(texts) / seconds if seconds else 0.0
+        chunks_per_s = len(texts) / seconds if seconds else 0.0  # texts: one entry per chunk
         result = {
             "files": rows,
             "chunks": len(texts),
@@ -120,13 +121,24 @@ def _wait_settled(workspace, timeout: float) -> None:
         raise CommandError(f"{pending.count()} file(s) did not settle within {timeout:.0f} s; is a worker running?")
 
 
-def _embed_only_rate(texts: list[str]) -> float:
-    """The same chunk texts through the same embedder and batch size, nothing else."""
-    if not texts:
+def _chunk_and_unit_texts(workspace) -> list[list[str]]:
+    """What ingestion embedded, chunk by chunk: the chunk's text and its units' reads."""
+    chunks = Chunk.objects.filter(workspace=workspace).order_by("document_id", "ordinal")
+    documents = dict(Document.objects.filter(workspace=workspace).values_list("id", "text"))
+    return [
+        [c.text, *unit_reads(c.text, passage_header(c.text, c.start_offset, documents[c.document_id]))]
+        for c in chunks.only("text", "start_offset", "document_id")
+    ]
+
+
+def _embed_only_rate(groups: list[list[str]]) -> float:
+    """The same texts (each chunk and its units) through the same embedder and batch size,
+    nothing else: chunks a second."""
+    if not groups:
         return 0.0
     # An embedder of its own, so that nothing this process embedded before is cached.
     embedder = Embedder(settings.EMBEDDING_MODEL or default_model_path(), settings.EMBEDDING_BATCH_SIZE, cache_size=0)
     embedder.embed(["warm up"])
     started = time.perf_counter()
-    embedder.embed(texts)
-    return len(texts) / (time.perf_counter() - started)
+    embedder.embed([text for group in groups for text in group])
+    return len(groups) / (time.perf_counter() - started)

@@ -66,7 +66,9 @@ def test_sigkilled_worker_leaves_every_document_to_be_finished_with_exact_chunks
 
     wait_until(
         lambda: not Document.objects.filter(workspace=workspace).exclude(status=DocumentStatus.READY).exists(),
-        timeout=240,
+        # Ten long documents, each embedded chunk by chunk and sentence by sentence (the unit
+        # vectors), on a machine that may be running other work: minutes, not seconds.
+        timeout=600,
         what="all ten documents to be ready",
     )
     options = settings_get(workspace=workspace)

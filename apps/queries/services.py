@@ -137,7 +137,7 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
     options = settings_get(workspace=workspace)
     started, progress = time.perf_counter(), _Progress(run)
     threshold = options.gate_threshold if run.threshold_override is None else run.threshold_override
-    answer_settings = replace(_answer_settings(options), gate_threshold=threshold)
+    answer_settings = replace(answer_settings_for(options), gate_threshold=threshold)
     trace = answer(run.question, mode=run.mode, settings=answer_settings, tools=tools_for(workspace, options), clock=progress.clock)
     _fill_run(run, trace)
     run.duration_ms = int((time.perf_counter() - started) * 1000)
@@ -185,7 +185,7 @@ def _local_answerability():
     return judge.answerabilities if isinstance(judge, VerifierJudge) else None
 
 
-def _answer_settings(options: WorkspaceSettings) -> AnswerSettings:
+def answer_settings_for(options: WorkspaceSettings) -> AnswerSettings:
     return AnswerSettings(
         retrieval=RetrievalParams(
             dense_k=options.dense_k,
@@ -358,4 +358,4 @@ def answer_assess(*, workspace: Workspace, question: str, answer_text: str) -> A
     """Score an answer given from outside (an evaluation set, bench_trust) the way the pipeline
     scores its own (see `apps.pipeline.answer.assess`), with the workspace's settings and documents."""
     options = settings_get(workspace=workspace)
-    return assess(question, answer_text, settings=_answer_settings(options), tools=tools_for(workspace, options))
+    return assess(question, answer_text, settings=answer_settings_for(options), tools=tools_for(workspace, options))

@@ -20,11 +20,11 @@ from apps.audits.services import audit_record_create, audit_source_change_note
 from apps.core.errors import ApplicationError
 from apps.documents.models import Document
 from apps.pipeline.llm_judge import LLMJudge
-from apps.pipeline.trust import TrustWeights, source_agreement, trust_score
+from apps.pipeline.trust import source_agreement, trust_score
 from apps.pipeline.types import Answer, Candidate, Claim
 from apps.pipeline.verification import verify_answer
 from apps.queries.models import QueryRun, QueryStatus
-from apps.queries.services import claim_row, tools_for
+from apps.queries.services import answer_settings_for, claim_row, tools_for
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
 from apps.workspaces.tenancy import access, require
@@ -80,13 +80,7 @@ def query_run_reverify(*, workspace: Workspace, actor, run_id) -> QueryRun:
     given = Answer(text=original.answer, claims=tuple(claims), insufficient=False, provider=original.provider)
     verified = verify_answer(given, _current_sources(workspace, original.sources), locator_threshold=options.locator_threshold, judge=judge)
     rows = [_with_deletion(claim_row(v), changes) for v in verified]
-    weights = TrustWeights(
-        retrieval=options.trust_weight_retrieval,
-        agreement=options.trust_weight_agreement,
-        grounding=options.trust_weight_grounding,
-        low_cutoff=options.risk_low_cutoff,
-        medium_cutoff=options.risk_medium_cutoff,
-    )
+    weights = answer_settings_for(options).trust
     retrieval = (original.trust or {}).get("retrieval")
     trust = trust_score(retrieval=retrieval, agreement=source_agreement(verified), verified=verified, refused=False, weights=weights)
     ms = round((time.perf_counter() - started) * 1000, 2)

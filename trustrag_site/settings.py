@@ -35,6 +35,12 @@ EMBEDDED_REDIS_PORT = env_int("EMBEDDED_REDIS_PORT", 6390, minimum=1, maximum=65
 EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
 RERANKER_MODEL = env_str("RERANKER_MODEL", "")
+# The web server (`make run`, `make load`, the Docker image: trustrag_site/gunicorn_conf.py):
+# processes, threads in each, and torch's threads in each process. 0 means the measured plan for
+# this machine's cores (apps/core/serving.py, README "Load").
+WEB_WORKERS = env_int("WEB_WORKERS", 0, minimum=0, maximum=64)
+WEB_THREADS = env_int("WEB_THREADS", 0, minimum=0, maximum=256)
+WEB_TORCH_THREADS = env_int("WEB_TORCH_THREADS", 0, minimum=0, maximum=64)
 # The local judge (stage 2 of verification without an LLM, the gate's answerability): "features"
 # (lexical cues + MiniLM similarity, apps/pipeline/judge.py) or "verifier", TrustRAG's own trained
 # model (also picks the local provider's sentences): the shipped int8 weights at VERIFIER_PATH, run

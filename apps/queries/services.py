@@ -31,26 +31,35 @@ from apps.workspaces.selectors import provider_secrets, provider_specs_get, sett
 
 
 class _Progress:
-    """Records each stage on the run as it completes, with the answer text as it streams, so
-    the Ask page can show both live (the pipeline's clock times them)."""
+    """Records the stages on the run as they complete, with the answer text as it streams, so
+    the Ask page can show both live (the pipeline's clock times them). It writes at most every
+    FLUSH_EVERY_S (and the text carries the stages with it): an answer done in a tenth of a second
+    writes no progress at all, only its result, since nobody could have watched it."""
 
     FLUSH_EVERY_S = 0.25
 
     def __init__(self, run: QueryRun):
         self.run = run
-        self._flushed_at = 0.0
+        self._flushed_at = time.monotonic()
         self.clock = StageClock(on_stage=self.stage_done, on_text=self.text)
 
     def stage_done(self, name: str, status: str, ms: float | None, detail: str) -> None:
         self.run.stages = [*self.run.stages, {"name": name, "status": status, "ms": ms, "detail": detail}]
-        QueryRun.objects.filter(pk=self.run.pk).update(stages=self.run.stages)
+        if self._due():
+            QueryRun.objects.filter(pk=self.run.pk).update(stages=self.run.stages)
 
     def text(self, answer_so_far: str) -> None:
+        """The streamed text so far; an empty text (a provider that failed mid-stream, the next
+        one starting) is written at once, so the page never shows the failed provider's words."""
+        if self._due() or not answer_so_far:
+            QueryRun.objects.filter(pk=self.run.pk).update(stages=self.run.stages, partial_answer=answer_so_far)
+
+    def _due(self) -> bool:
         now = time.monotonic()
-        if answer_so_far and now - self._flushed_at < self.FLUSH_EVERY_S:
-            return
+        if now - self._flushed_at < self.FLUSH_EVERY_S:
+            return False
         self._flushed_at = now
-        QueryRun.objects.filter(pk=self.run.pk).update(partial_answer=answer_so_far)
+        return True
 
 
 def query_run_create(

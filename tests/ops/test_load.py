@@ -26,6 +26,7 @@ def test_five_clients_for_ten_seconds_and_ten_uploads_hold_without_a_server_erro
     assert questions["answered"] == questions["requests"] >= 5
     assert 0 < questions["p50_ms"] <= questions["p95_ms"]
     assert uploads == uploads | {"sent": 10, "accepted": 10, "server_errors": 0, "ready": 10, "failed": 0}
+    assert result["serving"] == {"workers": 1, "threads": 8, "torch_threads": 1}, "2 cores: the plan `make run` serves with"
     assert lines[0].startswith("questions: 5 clients × 10 s:")
     assert not Workspace.objects.filter(slug__startswith="bench-load-").exists(), "the temporary workspace is removed"
     assert not Document.objects.exists()

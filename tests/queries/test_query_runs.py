@@ -11,11 +11,13 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from apps.audits.models import AuditRecord
 from apps.queries.models import QueryRun
-from apps.queries.services import query_run_create, query_run_execute
+from apps.queries.services import _Progress, query_run_create, query_run_execute
 from apps.workspaces.services import settings_providers_update
 from tests.conftest import wait_until
 from tests.fake_services import answer_json
@@ -113,3 +115,23 @@ def test_ask_command_prints_the_full_result_as_json(personas, lighthouse):  # no
 def test_ask_command_names_a_missing_workspace(db):
     with pytest.raises(CommandError, match="nowhere"):
         call_command("ask", "--workspace", "nowhere", "Anything?", stdout=StringIO())
+
+
+@pytest.mark.parametrize(("flush_every_s", "fewest", "most"), [(0, len(QueryRun.STAGES), 99), (3600, 0, 0)])
+def test_progress_is_written_at_most_every_flush_interval_and_a_quick_answer_writes_only_its_result(
+    personas,
+    lighthouse,  # noqa: F811
+    monkeypatch,
+    flush_every_s,
+    fewest,
+    most,
+):
+    monkeypatch.setattr(_Progress, "FLUSH_EVERY_S", flush_every_s)
+    run = query_run_create(workspace=personas.workspace_a, actor=personas.member, question="How tall is the Skerryvore lighthouse?")
+    with CaptureQueriesContext(connection) as queries:
+        done = query_run_execute(workspace=personas.workspace_a, run_id=run.pk)
+    updates = [q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "queries_queryrun"')]
+    progress = [sql for sql in updates if sql.startswith('UPDATE "queries_queryrun" SET "stages"')]
+    assert fewest <= len(progress) <= most, "flushing always: every stage is written as it completes; an hour apart: none"
+    assert done.status == "done"
+    assert [s["name"] for s in QueryRun.objects.get(pk=run.pk).stages] == list(QueryRun.STAGES), "the result holds every stage"

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 
 import httpx
@@ -20,6 +21,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.apikeys.services import apikey_create
+from apps.core.serving import WebPlan, web_plan
 from apps.documents.models import Document, DocumentStatus
 from apps.documents.services import document_create, document_ingest
 from bench.common import celery_worker, emit, progress, temporary_workspace
@@ -41,25 +43,32 @@ class Command(BaseCommand):
         parser.add_argument("--clients", type=int, default=20)
         parser.add_argument("--seconds", type=float, default=60)
         parser.add_argument("--uploads", type=int, default=50)
-        parser.add_argument("--threads", type=int, default=8, help="gunicorn threads, as `make run` serves")
+        parser.add_argument("--workers", type=int, default=0, help="gunicorn processes (0: the plan `make run` serves with)")
+        parser.add_argument("--threads", type=int, default=0, help="threads per process (0: the plan)")
+        parser.add_argument("--torch-threads", type=int, default=0, help="torch threads per process (0: the plan)")
         parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the uploads to be ingested")
         parser.add_argument("--json", dest="json_path")
 
-    def handle(self, *args, clients, seconds, uploads, threads, timeout, json_path, **options):
+    def handle(self, *args, clients, seconds, uploads, workers, threads, torch_threads, timeout, json_path, **options):
         logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
-        with celery_worker() as worker_note, temporary_workspace("load") as workspace, _web_server(threads) as url:
-            progress(f"worker: {worker_note}; web server {url} with {threads} threads")
+        plan = web_plan(workers or settings.WEB_WORKERS, threads or settings.WEB_THREADS, torch_threads or settings.WEB_TORCH_THREADS)
+        with celery_worker() as worker_note, temporary_workspace("load") as workspace, _web_server(plan) as url:
+            progress(
+                f"worker: {worker_note}; web server {url}: {plan.workers} process(es) × {plan.threads} threads, torch {plan.torch_threads}"
+            )
             for path in sorted(DEMO.glob("*.md")):
                 document, _ = document_create(workspace=workspace, actor=None, filename=path.name, data=path.read_bytes(), enqueue=False)
                 document_ingest(workspace=workspace, document_id=document.pk)
             keys = [apikey_create(workspace=workspace, actor=None, name=f"load {i}", role="member")[1] for i in range(max(clients, 1))]
             api = f"{url}/api/v1/workspaces/{workspace.pk}"
-            _ask(api, keys[0], QUESTIONS[0])  # the web server loads its embedding model once, before the clock starts
+            # Every process loads its embedding model before the clock starts: as many questions at
+            # once as the server has threads reach them all.
+            _all_at_once(lambda i: _ask(api, keys[i % len(keys)], QUESTIONS[0]), plan.workers * plan.threads)
             progress(f"{clients} client(s) asking for {seconds:g} s")
             asked = _question_load(api, keys, seconds)
             progress(f"{uploads} concurrent upload(s)")
             uploaded = _upload_load(api, keys, uploads, workspace, timeout)
-        result = {"questions": asked, "uploads": uploaded}
+        result = {"serving": asdict(plan), "questions": asked, "uploads": uploaded}
         self.stdout.write(_summary(result, clients, seconds))
         emit(result, json_path, self.stdout)
 
@@ -158,7 +167,7 @@ def _summary(result: dict, clients: int, seconds: float) -> str:
 
 
 @contextmanager
-def _web_server(threads: int):
+def _web_server(plan: WebPlan):
     """gunicorn on a free loopback port, on this process's database and Redis, answering with
     the local provider and without the API rate limit (the load is the point)."""
     with socket.socket() as s:
@@ -177,9 +186,12 @@ def _web_server(threads: int):
         "GROQ_API_KEY": "",
         "ZHIPUAI_API_KEY": "",
         "DJANGO_SETTINGS_MODULE": "trustrag_site.settings",
+        "WEB_WORKERS": str(plan.workers),
+        "WEB_THREADS": str(plan.threads),
+        "WEB_TORCH_THREADS": str(plan.torch_threads),
     }
-    cmd = [sys.executable, "-m", "gunicorn", "trustrag_site.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "1"]
-    cmd += ["--threads", str(threads), "--timeout", "180", "--backlog", "512", "--log-level", "warning"]
+    cmd = [sys.executable, "-m", "gunicorn", "trustrag_site.wsgi", "--config", "python:trustrag_site.gunicorn_conf"]
+    cmd += ["--bind", f"127.0.0.1:{port}", "--timeout", "180", "--backlog", "512", "--log-level", "warning"]
     process = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=sys.stderr)
     url = f"http://127.0.0.1:{port}"
     try:

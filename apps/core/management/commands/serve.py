@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from apps.core.serving import configured_web_plan
 from apps.core.worker import celery_worker_command
 
 
@@ -25,7 +26,13 @@ class Command(BaseCommand):
         if not no_demo:
             call_command("seed_demo")
         children = [self._start_worker(), self._start_web(bind)]
-        self.stdout.write(self.style.SUCCESS(f"TrustRAG is up: http://{bind}/  (health: http://{bind}/healthz) — Ctrl-C stops everything"))
+        plan = configured_web_plan()
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"TrustRAG is up: http://{bind}/  (health: http://{bind}/healthz; web: {plan.workers} process(es) × "
+                f"{plan.threads} threads) — Ctrl-C stops everything"
+            )
+        )
         stop = _StopFlag()
         try:
             while not stop.requested and all(child.poll() is None for child in children):
@@ -56,10 +63,8 @@ class Command(BaseCommand):
             "trustrag_site.wsgi",
             "--bind",
             bind,
-            "--workers",
-            "1",
-            "--threads",
-            "8",
+            "--config",
+            "python:trustrag_site.gunicorn_conf",
             "--timeout",
             "120",
             "--access-logfile",

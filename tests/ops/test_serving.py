@@ -1,0 +1,98 @@
+"""The web server is sized in one place (apps/core/serving.py) and every way of serving reads it:
+`make run` (manage.py serve), `make load` and the Docker image all start gunicorn with
+trustrag_site/gunicorn_conf.py, which takes the plan, or WEB_WORKERS / WEB_THREADS /
+WEB_TORCH_THREADS where they are set."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from django.conf import settings
+
+from apps.core.serving import WebPlan, web_plan
+from tests.conftest import stop_process
+from tests.live import free_port
+
+CONFIG_PROBE = "import trustrag_site.gunicorn_conf as c; print(c.workers, c.threads)"
+
+
+def _run(code: str, **env: str) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("WEB_")}
+    return subprocess.run([sys.executable, "-c", code], cwd=settings.BASE_DIR, env=clean | env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("cpus", "plan"),
+    [(1, WebPlan(1, 8, 1)), (2, WebPlan(1, 8, 1)), (3, WebPlan(1, 8, 1)), (4, WebPlan(2, 8, 1)), (16, WebPlan(8, 8, 1))],
+)
+def test_the_plan_is_a_process_per_two_cores_of_eight_threads_with_torch_on_one(cpus, plan):
+    assert web_plan(cpus=cpus) == plan
+
+
+def test_a_value_that_is_set_is_taken_as_given_and_the_rest_comes_from_the_plan():
+    assert web_plan(workers=3, cpus=2) == WebPlan(3, 8, 1)
+    assert web_plan(threads=2, torch_threads=4, cpus=2) == WebPlan(1, 2, 4)
+
+
+def test_the_gunicorn_config_serves_the_plan_for_this_machines_cores():
+    probe = _run(CONFIG_PROBE)
+    assert probe.returncode == 0, probe.stderr
+    plan = web_plan()
+    assert probe.stdout.split() == [str(plan.workers), str(plan.threads)]
+
+
+def test_the_gunicorn_config_takes_the_web_variables():
+    probe = _run(CONFIG_PROBE, WEB_WORKERS="3", WEB_THREADS="5")
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split() == ["3", "5"]
+
+
+def test_a_bad_web_variable_stops_the_config_with_a_message_naming_it():
+    probe = _run(CONFIG_PROBE, WEB_WORKERS="many")
+    assert probe.returncode != 0
+    assert "WEB_WORKERS" in probe.stderr
+
+
+def test_each_process_sets_torchs_threads_as_it_starts():
+    probe = _run(
+        "import torch, trustrag_site.gunicorn_conf as c; torch.set_num_threads(2); c.post_worker_init(None); print(torch.get_num_threads())",
+        WEB_TORCH_THREADS="1",
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split()[-1] == "1"
+
+
+def test_gunicorn_started_with_the_config_runs_the_processes_it_names():
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "trustrag_site.wsgi",
+        "--config",
+        "python:trustrag_site.gunicorn_conf",
+        "--bind",
+        f"127.0.0.1:{port}",
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WEB_")} | {"WEB_WORKERS": "2", "WEB_THREADS": "3"}
+    server = subprocess.Popen(cmd, cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, server.stderr.read().decode()
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code in (200, 503):
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "gunicorn did not answer within 60 s"
+            time.sleep(0.3)
+        children = subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True, text=True).stdout.split()
+        assert len(children) == 2
+    finally:
+        stop_process(server)

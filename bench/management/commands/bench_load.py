@@ -14,7 +14,6 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict
-from pathlib import Path
 
 import httpx
 from django.conf import settings
@@ -22,11 +21,11 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.apikeys.services import apikey_create
 from apps.core.serving import WebPlan, web_plan
+from apps.documents.management.commands.seed_demo import DEMO_DIR
 from apps.documents.models import Document, DocumentStatus
 from apps.documents.services import document_create, document_ingest
 from bench.common import celery_worker, emit, progress, temporary_workspace
 
-DEMO = Path(settings.BASE_DIR) / "apps" / "core" / "demo"
 QUESTIONS = [
     "What happens when a quote cannot be located?",
     "Who can change a workspace's settings?",
@@ -56,7 +55,10 @@ class Command(BaseCommand):
             progress(
                 f"worker: {worker_note}; web server {url}: {plan.workers} process(es) × {plan.threads} threads, torch {plan.torch_threads}"
             )
-            for path in sorted(DEMO.glob("*.md")):
+            demo = sorted(DEMO_DIR.glob("*.md"))
+            if not demo:
+                raise CommandError(f"No demo documents in {DEMO_DIR}: the questions would have nothing to be answered from.")
+            for path in demo:
                 document, _ = document_create(workspace=workspace, actor=None, filename=path.name, data=path.read_bytes(), enqueue=False)
                 document_ingest(workspace=workspace, document_id=document.pk)
             keys = [apikey_create(workspace=workspace, actor=None, name=f"load {i}", role="member")[1] for i in range(max(clients, 1))]
@@ -78,29 +80,33 @@ def _ask(api: str, key: str, question: str) -> httpx.Response:
 
 
 def _question_load(api: str, keys: list[str], seconds: float) -> dict:
-    results: list[tuple[int, float]] = []
+    results: list[tuple[int, float, bool]] = []  # status, seconds, refused
     deadline = time.monotonic() + seconds
 
     def client(i: int) -> None:
         n = i
         while time.monotonic() < deadline:
             started = time.perf_counter()
+            refused = False
             try:
-                status = _ask(api, keys[i], QUESTIONS[n % len(QUESTIONS)]).status_code
+                response = _ask(api, keys[i], QUESTIONS[n % len(QUESTIONS)])
+                status = response.status_code
+                refused = status == 201 and response.json().get("refusal") is not None
             except httpx.TransportError:
                 status = 0
-            results.append((status, time.perf_counter() - started))
+            results.append((status, time.perf_counter() - started, refused))
             n += 1
 
     _all_at_once(client, len(keys))
-    latencies = sorted(ms for status, ms in results if status == 201)
+    latencies = sorted(ms for status, ms, _ in results if status == 201)
     return {
         "clients": len(keys),
         "seconds": seconds,
         "requests": len(results),
         "answered": len(latencies),
-        "client_errors": sum(400 <= status < 500 for status, _ in results),
-        "server_errors": sum(status >= 500 or status == 0 for status, _ in results),
+        "refused": sum(refused for *_, refused in results),
+        "client_errors": sum(400 <= status < 500 for status, *_ in results),
+        "server_errors": sum(status >= 500 or status == 0 for status, *_ in results),
         "per_s": round(len(results) / seconds, 2),
         "p50_ms": round(statistics.median(latencies) * 1000) if latencies else None,
         "p95_ms": round(_percentile(latencies, 0.95) * 1000) if latencies else None,
@@ -159,7 +165,8 @@ def _percentile(values: list[float], q: float) -> float:
 def _summary(result: dict, clients: int, seconds: float) -> str:
     q, u = result["questions"], result["uploads"]
     return (
-        f"questions: {clients} clients × {seconds:g} s: {q['requests']} requests, {q['answered']} answered, "
+        f"questions: {clients} clients × {seconds:g} s: {q['requests']} requests, {q['answered']} answered "
+        f"({q['refused']} of them refused), "
         f"{q['server_errors']} server errors, p50 {q['p50_ms']} ms, p95 {q['p95_ms']} ms, {q['per_s']}/s\n"
         f"uploads: {u['sent']} at once: {u['accepted']} accepted in {u['accept_s']} s, {u['server_errors']} server errors, "
         f"{u['ready']} ready ({u['failed']} failed) after {u['all_ready_s']} s\n"

@@ -3,8 +3,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
-from django.db.models.fields.json import KeyTransform
+from django.db.models import F, Func, JSONField, Q, QuerySet
 
 from apps.audits.selectors import audit_event_list
 from apps.documents.models import Chunk, Document, DocumentKind, UnitVectors
@@ -25,36 +24,39 @@ def access_document(workspace: Workspace, document_id) -> Document:
     return access(Document, workspace, document_id)
 
 
-def chunk_pages_get(*, document_id, chunk_id) -> tuple[int, int] | None:
-    """First and last page of a chunk of a paged document (PDF); None for other kinds, which
-    have no pages, and for a web result. The ids come from workspace-scoped retrieval."""
-    if document_id == "web":
-        return None
-    found = Chunk.objects.filter(pk=chunk_id, document_id=document_id, document__kind=DocumentKind.PDF)
-    return found.values_list("first_page", "last_page").first()
+class _Element(Func):
+    """The element of a jsonb array at an index computed per row: `array -> (index)`."""
+
+    arg_joiner = " -> "
+    template = "(%(expressions)s)"
+    output_field = JSONField()
 
 
-def chunk_location_get(*, document_id, chunk_id) -> str | None:
-    """Where a passage sits, as its citation names it: "p. 3, OCR", "Sales, rows 2–5", "slide 4";
-    None for kinds without units (Word, HTML, text) and for a web result. Only the two locations
-    the passage spans are read from the document's list, which a large sheet makes long. The ids
-    come from workspace-scoped retrieval."""
-    if document_id == "web":
-        return None
-    found = Chunk.objects.filter(pk=chunk_id, document_id=document_id).values_list("first_page", "last_page", "document__kind").first()
-    if found is None:
-        return None
-    first, last, kind = found
-    ends = (
-        Document.objects.filter(pk=document_id)
-        .annotate(first=KeyTransform(str(first - 1), "locations"), last=KeyTransform(str(last - 1), "locations"))
-        .values_list("first", "last")
-        .first()
+def chunk_citations_get(*, workspace: Workspace, chunk_ids) -> dict[str, dict]:
+    """How each passage is cited, in one query for all of an answer's sources: its first and
+    last page when its document is paged (PDF; None otherwise) and where it sits as its citation
+    names it — "p. 3, OCR", "Sales, rows 2–5", "slide 4"; None for kinds without units (Word,
+    HTML, text). Only the two locations a passage spans are read from its document's list, which a
+    large sheet makes long. Keyed by chunk id (as a string); ids outside the workspace are absent."""
+    rows = (
+        Chunk.objects.filter(document__workspace=workspace, pk__in=list(chunk_ids))
+        .annotate(
+            kind=F("document__kind"),
+            first_at=_Element(F("document__locations"), F("first_page") - 1),
+            last_at=_Element(F("document__locations"), F("last_page") - 1),
+        )
+        .values_list("pk", "first_page", "last_page", "kind", "first_at", "last_at")
     )
-    if ends and all(isinstance(end, dict) for end in ends):
-        return describe_span(Location.from_dict(ends[0]), Location.from_dict(ends[1]))
-    # Indexed before locations were kept: a PDF's pages are still its page numbers.
-    return describe_span(Location("page", first), Location("page", last)) if kind == DocumentKind.PDF else None
+    return {str(pk): _citation(first, last, kind, first_at, last_at) for pk, first, last, kind, first_at, last_at in rows}
+
+
+def _citation(first: int, last: int, kind: str, first_at, last_at) -> dict:
+    paged = kind == DocumentKind.PDF
+    if isinstance(first_at, dict) and isinstance(last_at, dict):
+        location = describe_span(Location.from_dict(first_at), Location.from_dict(last_at))
+    else:  # indexed before locations were kept: a PDF's pages are still its page numbers
+        location = describe_span(Location("page", first), Location("page", last)) if paged else None
+    return {"first_page": first if paged else None, "last_page": last if paged else None, "location": location}
 
 
 def document_file_names(*, workspace: Workspace) -> list[str]:

@@ -14,7 +14,7 @@ from apps.audits.services import audit_record_create
 from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
 from apps.core.text import clean_text
-from apps.documents.selectors import chunk_location_get, chunk_pages_get, chunk_search
+from apps.documents.selectors import chunk_citations_get, chunk_search
 from apps.pipeline.answer import AnswerSettings, AnswerTrace, Assessment, StageClock, Tools, answer, assess
 from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import get_embedder
@@ -236,7 +236,8 @@ def _fill_run(run: QueryRun, trace: AnswerTrace) -> None:
     run.insufficient = trace.answer.insufficient
     run.provider = trace.answer.provider
     run.claims = claims
-    run.sources = [_source_row(i, c) | {"rerank_score": scores[c.chunk_id]} for i, c in enumerate(trace.sources, 1)]
+    cited = chunk_citations_get(workspace=run.workspace, chunk_ids=[c.chunk_id for c in trace.sources if c.document_id != "web"])
+    run.sources = [_source_row(i, c, cited) | {"rerank_score": scores[c.chunk_id]} for i, c in enumerate(trace.sources, 1)]
     run.grounding = (sum(c["faithful"] for c in claims) / len(claims)) if claims else None
     run.gate = asdict(trace.gate)
     run.attempts = trace.attempts
@@ -330,7 +331,10 @@ def claim_row(v) -> dict:
     }
 
 
-def _source_row(index: int, c) -> dict:
+NOT_CITED = {"first_page": None, "last_page": None, "location": None}  # a web result
+
+
+def _source_row(index: int, c, cited: dict[str, dict]) -> dict:
     return {
         "index": index,
         "document_id": c.document_id,
@@ -344,15 +348,7 @@ def _source_row(index: int, c) -> dict:
         "dense_score": c.dense_score,
         "keyword_score": c.keyword_score,
         "url": c.url,
-    } | _pages(c)
-
-
-def _pages(c) -> dict:
-    """Page numbers for a PDF passage (null for other documents and web results), and where the
-    passage sits as its citation names it ("p. 3, OCR", "Sales, rows 2–5", "slide 4"; null when
-    its document has no units)."""
-    first, last = chunk_pages_get(document_id=c.document_id, chunk_id=c.chunk_id) or (None, None)
-    return {"first_page": first, "last_page": last, "location": chunk_location_get(document_id=c.document_id, chunk_id=c.chunk_id)}
+    } | cited.get(str(c.chunk_id), NOT_CITED)
 
 
 def _clean_question(question: str) -> str:

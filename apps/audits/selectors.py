@@ -89,6 +89,11 @@ def audit_record_for_run(*, workspace: Workspace, query_run_id) -> AuditRecord |
     return AuditRecord.objects.filter(workspace=workspace, query_run_id=query_run_id).first()
 
 
+def audit_record_id_for_run(*, workspace: Workspace, query_run_id):
+    """The id of a run's audit record (None before it is recorded), without reading its payload."""
+    return AuditRecord.objects.filter(workspace=workspace, query_run_id=query_run_id).values_list("pk", flat=True).first()
+
+
 def audit_event_list(*, workspace: Workspace, actions: Iterable[str] | None = None) -> QuerySet[AuditEvent]:
     """Admin actions, newest first; `actions` names them exactly or by prefix ending in a dot
     ("settings." is every settings change)."""

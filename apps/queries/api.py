@@ -7,7 +7,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from apps.audits.selectors import audit_record_for_run
+from apps.audits.selectors import audit_record_id_for_run
 from apps.core import idempotency, strict
 from apps.core.api import error_responses
 from apps.core.idempotency import idempotent
@@ -249,7 +249,7 @@ class QueryRunSerializer(serializers.ModelSerializer):
         if hasattr(run, "audit_record_id"):  # read with the run by the selectors: no query per row
             found = run.audit_record_id
         else:  # a run just answered or queued by this request
-            found = getattr(audit_record_for_run(workspace=run.workspace, query_run_id=run.pk), "pk", None)
+            found = audit_record_id_for_run(workspace=run.workspace, query_run_id=run.pk)
         return None if found is None else str(found)
 
     def get_url(self, run) -> str:

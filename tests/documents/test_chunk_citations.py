@@ -30,7 +30,7 @@ def test_sources_of_a_sheet_and_of_a_text_are_cited_in_one_query_and_only_in_the
         cited = chunk_citations_get(workspace=personas.workspace_a, chunk_ids=ids)
 
     first = cited[str(rows[0].pk)]
-    assert first["first_page"] is None and first["last_page"] is None, "a sheet has no pages"
+    assert (first["first_page"], first["last_page"]) == (None, None), "a sheet has no pages"
     assert first["location"].startswith("row"), first
     assert cited[str(text[0].pk)] == {"first_page": None, "last_page": None, "location": None}, "a text has no units"
     assert chunk_citations_get(workspace=personas.workspace_b, chunk_ids=ids) == {}, "another workspace's passages are not read"

@@ -1,6 +1,7 @@
 """Fit the local support judge (apps/pipeline/judge_model.json) on development claims.
 
-    .venv/bin/python scripts/train_judge.py [--data /work/shared/data] [--split-dir var/verify-split]
+    .venv/bin/python scripts/train_judge.py [--data /work/shared/data] [--split-dir var/verify-split] [--curve]
+    .venv/bin/python scripts/train_judge.py --with-verifier   # the combined judge: judge_combined.json
 
 Data: SciFact train claims and HealthVer dev claims, plus claims derived from sentences of the
 training documents by edits whose verdict is known: contradicts for a changed number or unit, an
@@ -15,6 +16,10 @@ Nothing of a held-out group is trained on, synthetic claims included. The held-o
 written in the BENCHMARKS.md claims format to --split-dir, for bench_verify. Hyperparameters
 and the supports threshold are chosen on a validation part of the training groups only.
 Everything is seeded; running twice writes the same file.
+
+--with-verifier adds the verifier's p(supports / contradicts / not_found) on the quote's window
+as features (same groups, same split, same tuning). --curve records the held-out figures of models fitted on growing shares of the training
+groups (measured only, never used to choose).
 """
 
 from __future__ import annotations
@@ -34,16 +39,29 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from apps.pipeline.combined_judge import COMBINED_MODEL_PATH, verifier_columns  # noqa: E402
 from apps.pipeline.embedding import get_embedder  # noqa: E402
-from apps.pipeline.judge import ANTONYMS, FEATURES, MODEL_PATH, VERDICTS, SoftmaxModel, decide, feature_matrix  # noqa: E402
+from apps.pipeline.judge import (  # noqa: E402
+    ANTONYMS,
+    FEATURES,
+    MODEL_PATH,
+    VERDICTS,
+    VERIFIER_FEATURES,
+    SoftmaxModel,
+    decide,
+    feature_matrix,
+)
 from apps.pipeline.text import sentence_spans  # noqa: E402
 from apps.pipeline.verification import locate_quote, passage_window  # noqa: E402
+from apps.pipeline.verifier import DEFAULT_PATH as VERIFIER_PATH  # noqa: E402
+from apps.pipeline.verifier_judge import get_verifier_judge  # noqa: E402
 from training.claims import HELD_OUT_SHARE, bucket, load_claims  # noqa: E402
 from training.claims import Claim as Row  # noqa: E402
 
 SEED = 20240606
 VALIDATION_SHARE = 0.2
 LOCATOR_THRESHOLD = 90.0
+CURVE_SHARES = (0.1, 0.25, 0.5, 1.0)
 
 
 # ---------------------------------------------------------------- claims derived by known edits
@@ -401,9 +419,9 @@ def fit(x: np.ndarray, y: np.ndarray, weights: np.ndarray, l2: float, steps: int
     return mean, scale, w, b
 
 
-def model_of(params: tuple[np.ndarray, ...], threshold: float) -> SoftmaxModel:
+def model_of(params: tuple[np.ndarray, ...], threshold: float, features: tuple[str, ...] = FEATURES) -> SoftmaxModel:
     mean, scale, w, b = params
-    return SoftmaxModel(FEATURES, VERDICTS, mean, scale, w, b, threshold)
+    return SoftmaxModel(features, VERDICTS, mean, scale, w, b, threshold)
 
 
 def sample_weights(rows: list[Row], share: dict[str, float]) -> np.ndarray:
@@ -452,9 +470,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("/work/shared/data"))
     parser.add_argument("--split-dir", type=Path, default=ROOT / "var/verify-split")
-    parser.add_argument("--out", type=Path, default=MODEL_PATH)
+    parser.add_argument("--out", type=Path, help=f"default {MODEL_PATH.name}, with --with-verifier {COMBINED_MODEL_PATH.name}")
     parser.add_argument("--cache", type=Path, default=ROOT / "var/judge-embeddings.npz")
+    parser.add_argument("--with-verifier", action="store_true", help="the combined judge: the verifier's probabilities as features")
+    parser.add_argument("--curve", action="store_true", help="record held-out figures for growing shares of the training groups")
     args = parser.parse_args()
+    out = args.out or (COMBINED_MODEL_PATH if args.with_verifier else MODEL_PATH)
     torch.set_num_threads(1)  # a shared 2-core machine: one thread is faster than two that contend
     started = time.perf_counter()
     rng = random.Random(SEED)
@@ -476,33 +497,64 @@ def main() -> None:
     y_train = np.array([VERDICTS.index(r.label) for r in train_rows])
     held_rows, held_requests = judge_requests([r for r in held_out + synthetic_held if r.quote_status == "verbatim"])
     x_held, held_readings, _ = feature_matrix(held_requests, embedder)
-    embedder.save()
+    features = FEATURES
+    if args.with_verifier:
+        verifier = get_verifier_judge(str(VERIFIER_PATH), 1)
+        x_train = np.hstack([x_train, verifier_columns(verifier, train_requests)])
+        x_held = np.hstack([x_held, verifier_columns(verifier, held_requests)])
+        features = FEATURES + VERIFIER_FEATURES
 
     share = {"scifact": 1.0, "healthver": 0.6, "synthetic": 1.0}
-    l2, threshold, validation = tune(x_train, y_train, train_readings, train_rows, share)
+    l2, threshold, validation = tune(x_train, y_train, train_readings, train_rows, share, features)
     weights = sample_weights(train_rows, share)
-    model = model_of(fit(x_train, y_train, weights, l2), threshold)
-    figures = {
-        name: scores(model, x_held[idx], [held_readings[i] for i in idx], [held_rows[i] for i in idx])
-        for name in ("scifact", "healthver", "synthetic")
-        if (idx := [i for i, r in enumerate(held_rows) if r.dataset == name])
-    }
-    write_model(args.out, model, l2, train_rows, figures, validation)
-    print(json.dumps({"l2": l2, "supports_threshold": threshold, "validation": validation, "held_out": figures}, indent=1))
+    model = model_of(fit(x_train, y_train, weights, l2), threshold, features)
+    figures = held_out_figures(model, x_held, held_readings, held_rows)
+    extra = {}
+    if args.curve:
+        extra["learning_curve"] = learning_curve(
+            x_train, y_train, weights, train_rows, (l2, threshold, features), (x_held, held_readings, held_rows)
+        )
+    embedder.save()
+    write_model(out, model, l2, train_rows, figures, validation, extra)
+    print(json.dumps({"l2": l2, "supports_threshold": threshold, "validation": validation, "held_out": figures} | extra, indent=1))
     print(f"{time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
-def tune(x: np.ndarray, y: np.ndarray, readings: list, rows: list[Row], share: dict[str, float]) -> tuple[float, float, dict]:
+def held_out_figures(model: SoftmaxModel, x: np.ndarray, readings: list, rows: list[Row]) -> dict:
+    return {
+        name: scores(model, x[idx], [readings[i] for i in idx], [rows[i] for i in idx])
+        for name in ("scifact", "healthver", "synthetic")
+        if (idx := [i for i, r in enumerate(rows) if r.dataset == name])
+    }
+
+
+def learning_curve(x: np.ndarray, y: np.ndarray, weights: np.ndarray, rows: list[Row], chosen: tuple, held: tuple) -> list[dict]:
+    """Held-out accuracy of models fitted (with the chosen L2 and threshold) on the first share of
+    the training groups, by a bucket of their own: measured only, never used to choose."""
+    l2, threshold, features = chosen
+    curve = []
+    for share in CURVE_SHARES:
+        keep = np.array([bucket(r.group, "curve") < share for r in rows])
+        model = model_of(fit(x[keep], y[keep], weights[keep], l2), threshold, features)
+        figures = held_out_figures(model, *held)
+        curve.append({"share": share, "claims": int(keep.sum())} | {name: f["accuracy"] for name, f in figures.items()})
+        print(f"curve {curve[-1]}", file=sys.stderr)
+    return curve
+
+
+def tune(
+    x: np.ndarray, y: np.ndarray, readings: list, rows: list[Row], share: dict[str, float], features: tuple[str, ...] = FEATURES
+) -> tuple[float, float, dict]:
     """L2 strength and supports threshold from a validation part of the training groups."""
     inner = np.array([bucket(r.group, "validation") < VALIDATION_SHARE for r in rows])
     weights = sample_weights(rows, share)
     best = None
     for l2 in (0.001, 0.01, 0.03, 0.1):
-        fitted = model_of(fit(x[~inner], y[~inner], weights[~inner], l2), 0.5)
+        fitted = model_of(fit(x[~inner], y[~inner], weights[~inner], l2), 0.5, features)
         val_rows = [r for r, keep in zip(rows, inner, strict=True) if keep]
         val_readings = [r for r, keep in zip(readings, inner, strict=True) if keep]
         threshold = choose_threshold(fitted, x[inner], val_rows, weights[inner])
-        fitted = model_of((fitted.mean, fitted.scale, fitted.weights, fitted.bias), threshold)
+        fitted = model_of((fitted.mean, fitted.scale, fitted.weights, fitted.bias), threshold, features)
         per_set = {
             name: scores(fitted, x[inner][idx], [val_readings[i] for i in idx], [val_rows[i] for i in idx])
             for name in share
@@ -525,7 +577,7 @@ def write_split(directory: Path, held_out: list[Row], synthetic: list[Row], trai
     (directory / "train_ids.txt").write_text("".join(f"{r.id}\n" for r in train))
 
 
-def write_model(path: Path, model: SoftmaxModel, l2: float, rows: list[Row], figures: dict, validation: dict) -> None:
+def write_model(path: Path, model: SoftmaxModel, l2: float, rows: list[Row], figures: dict, validation: dict, extra: dict) -> None:
     data = {
         "kind": "multinomial logistic regression over standardised features",
         "features": list(model.features),
@@ -540,7 +592,7 @@ def write_model(path: Path, model: SoftmaxModel, l2: float, rows: list[Row], fig
         "trained_on": {f"{d}/{label}": n for (d, label), n in sorted(Counter((r.dataset, r.label) for r in rows).items())},
         "validation": validation,
         "held_out": figures,
-    }
+    } | extra
     path.write_text(json.dumps(data, indent=1) + "\n")
 
 

@@ -448,6 +448,10 @@ FEATURES = (
     "partial_cue",
     "clean_match",
 )
+# The verifier's support head on the quote with a sentence either side (apps/pipeline/verifier.py):
+# extra features of the combined judge (apps/pipeline/combined_judge.py).
+VERIFIER_FEATURES = ("verifier_supports", "verifier_contradicts", "verifier_not_found")
+MODEL_FEATURES = (FEATURES, FEATURES + VERIFIER_FEATURES)  # the feature sets a model file may name
 
 
 @dataclass(frozen=True)
@@ -768,7 +772,7 @@ class SoftmaxModel:
     @classmethod
     def load(cls, path: Path) -> SoftmaxModel:
         data = json.loads(path.read_text())
-        if tuple(data["features"]) != FEATURES:
+        if tuple(data["features"]) not in MODEL_FEATURES:
             raise ValueError(f"{path} was trained on other features; run scripts/train_judge.py")
         return cls(
             features=tuple(data["features"]),

@@ -16,6 +16,7 @@ from apps.core.errors import ApplicationError
 from apps.core.text import clean_text
 from apps.documents.selectors import chunk_citations_get, chunk_search
 from apps.pipeline.answer import AnswerSettings, AnswerTrace, Assessment, StageClock, Tools, answer, assess
+from apps.pipeline.combined_judge import CombinedJudge, get_combined_judge
 from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.judge import LocalJudge, get_local_judge
@@ -180,11 +181,13 @@ def tools_for(workspace: Workspace, options: WorkspaceSettings) -> Tools:
     )
 
 
-def local_judge_get() -> VerifierJudge | LocalJudge:
+def local_judge_get() -> VerifierJudge | LocalJudge | CombinedJudge:
     """The product's local judge (settings.LOCAL_JUDGE), loaded once per process: stage 2 of
     verification when no LLM grades a claim, and the gate's answerability."""
     if settings.LOCAL_JUDGE == "verifier":
         return get_verifier_judge(str(settings.VERIFIER_PATH), settings.VERIFIER_THREADS)
+    if settings.LOCAL_JUDGE == "combined":
+        return get_combined_judge(str(settings.VERIFIER_PATH), settings.VERIFIER_THREADS)
     return get_local_judge()
 
 

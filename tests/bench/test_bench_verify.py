@@ -104,6 +104,15 @@ def test_bench_verify_reports_the_fixed_keys_and_exact_confusion_counts(tmp_path
     assert json.loads(json_path.read_text()) == result
 
 
+def test_bench_verify_grades_with_the_combined_judge_when_asked(tmp_path):
+    corpus, claims = write_inputs(tmp_path)
+    out = StringIO()
+    call_command("bench_verify", corpus=str(corpus), claims=str(claims), local_judge="combined", stdout=out, stderr=StringIO())
+    result = json.loads(out.getvalue().strip().splitlines()[-1])
+    assert result["judge"] == "combined"
+    assert result["confusion"] == {"tp": 3, "fp": 0, "tn": 2, "fn": 0}
+
+
 def test_bench_verify_with_the_llm_judge_needs_a_provider(tmp_path, settings):
     settings.GROQ_API_KEY = settings.ZHIPUAI_API_KEY = ""
     corpus, claims = write_inputs(tmp_path)

@@ -106,9 +106,10 @@ def main() -> None:
 
 
 def judges_latency(reps: int) -> None:
-    """The budget of issue #16 in one run, for both local judges as the product calls them: the
+    """The budget of issue #16 in one run, for the local judges as the product calls them: the
     gate's answerability (the passage's sentence nearest the question) + 3 claims judged against
     their located quotes."""
+    from apps.pipeline.combined_judge import get_combined_judge
     from apps.pipeline.judge import get_local_judge
     from apps.pipeline.verifier_judge import get_verifier_judge
 
@@ -120,7 +121,13 @@ def judges_latency(reps: int) -> None:
             requests.append((c.claim, c.source_text, start, start + len(c.quote)))
     question, passage = "What does the trial find about the treatment?", requests[0][1]
     gate_span = (0, passage.find(".") + 1)
-    for name, judge in (("features", get_local_judge()), ("verifier", get_verifier_judge(str(DEFAULT_PATH), 1))):
+    judges = (
+        ("features", get_local_judge()),
+        ("verifier", get_verifier_judge(str(DEFAULT_PATH), 1)),
+        ("combined", get_combined_judge(str(DEFAULT_PATH), 1)),
+    )
+    for name, judge in judges:
+        get_local_judge().embedder.forget()  # each judge starts cold: the embedder caches recent vectors
         times = []
         for i in range(reps + 5):
             batch = requests[(3 * i) % (len(requests) - 3) :][:3]

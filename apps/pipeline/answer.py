@@ -200,13 +200,13 @@ def retrieve_and_rerank(question: str, *, settings: AnswerSettings, tools: Tools
         candidates = tools.search(question, query_vector, settings.retrieval)
         note["detail"] = f"{len(candidates)} passages"
     with clock.stage("rerank") as note:
-        _recall_stored_units(candidates, tools.embedder)
+        recall_stored_units(candidates, tools.embedder)
         reranked = tools.reranker.rerank(question, query_vector, candidates)
         note["detail"] = f"{tools.reranker.name}" + (f", best {reranked[0].score:.3f}" if reranked else "")
     return Retrieved(query_vector, candidates, reranked)
 
 
-def _recall_stored_units(candidates: list[Candidate], embedder) -> None:
+def recall_stored_units(candidates: list[Candidate], embedder) -> None:
     """Hand the embedder the unit vectors stored with each passage at ingestion: reranking,
     refinement, the extractive provider and the judge then find them instead of encoding them."""
     for c in candidates:

@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.documents.models import Chunk
 from apps.documents.selectors import chunk_search
+from apps.pipeline.answer import recall_stored_units
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.rerank import get_reranker
 from apps.pipeline.retrieval import RetrievalParams
@@ -175,7 +176,7 @@ class Command(BaseCommand):
                 t0 = time.perf_counter()
                 candidates = chunk_search(workspace=workspace, question=question, query_vector=query_vector, params=params[mode])
                 if mode == "reranked":
-                    candidates = _reranked(reranker, question, query_vector, candidates)
+                    candidates = _reranked(reranker, embedder, question, query_vector, candidates)
                 scores[mode]["ms"].append((time.perf_counter() - t0) * 1000)
                 ranking = rank_documents(candidates, corpus_ids_of)
                 scores[mode]["ndcg@10"].append(ndcg_at_k(ranking, judgments, 10))
@@ -221,7 +222,10 @@ def _judged_queries(queries_path, qrels: dict[str, dict[str, float]], limit: int
     return judged[:limit] if limit is not None else judged
 
 
-def _reranked(reranker, question: str, query_vector, candidates: list) -> list:
+def _reranked(reranker, embedder, question: str, query_vector, candidates: list) -> list:
+    """As the product reranks: the passages' unit vectors stored at ingestion handed to the
+    embedder first, so only the question was embedded."""
+    recall_stored_units(candidates[:RERANK_DEPTH], embedder)
     head = reranker.rerank(question, query_vector, candidates[:RERANK_DEPTH])
     return [s.candidate for s in head] + candidates[RERANK_DEPTH:]
 

@@ -10,15 +10,7 @@ import pytest
 from apps.pipeline.combined_judge import COMBINED_MODEL_PATH, CombinedJudge, combined_rows, get_combined_judge
 from apps.pipeline.judge import FEATURES, MODEL_PATH, VERIFIER_FEATURES, SoftmaxModel, get_local_judge
 from apps.pipeline.verifier import DEFAULT_PATH
-
-PASSAGE = (
-    "Background: vitamin D deficiency is common in older adults. "
-    "In this randomised trial of 420 adults aged over 65, daily vitamin D supplementation reduced the rate of falls by 23% over 12 months. "
-    "Adverse events were rare in both groups."
-)
-QUOTE = (
-    "In this randomised trial of 420 adults aged over 65, daily vitamin D supplementation reduced the rate of falls by 23% over 12 months."
-)
+from tests.pipeline.test_judge import PASSAGE, QUOTE
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ and torch's threads in each process. One place, read by trustrag_site/gunicorn_c
 
 Answers run in the web process (a question is answered within its request), so the answer rate is
 bounded by CPU. The plan below is what `make load` measured on a 2-core machine (README, "Load"):
-one process of 8 threads answered 29.9 a second, two processes 17.9–18.8 (the database, the broker
-and the worker need the other core); 4 or 16 threads did worse than 8; torch on one thread a process
-beat two (a question is a few tokens: more threads a call only contend with the other requests).
-So one process per two cores, 8 threads each, torch on one thread.
+one process of 8 threads with torch on one thread answered 28.0 a second, two processes 25.4, torch
+on two threads 25.4 (the database, the broker and the worker need the other core; a question is a
+few tokens, so more torch threads a call only contend with the other requests); 4 or 16 threads
+did worse than 8. So one process per two cores, 8 threads each, torch on one thread.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def web_plan(workers: int = 0, threads: int = 0, torch_threads: int = 0, cpus: i
     )
 
 
-def configured_web_plan() -> WebPlan:
+def configured_web_plan(workers: int = 0, threads: int = 0, torch_threads: int = 0) -> WebPlan:
+    """The plan with the values given here first, then WEB_WORKERS / WEB_THREADS / WEB_TORCH_THREADS."""
     from django.conf import settings
 
-    return web_plan(settings.WEB_WORKERS, settings.WEB_THREADS, settings.WEB_TORCH_THREADS)
+    return web_plan(workers or settings.WEB_WORKERS, threads or settings.WEB_THREADS, torch_threads or settings.WEB_TORCH_THREADS)

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.apikeys.services import apikey_create
-from apps.core.serving import WebPlan, web_plan
+from apps.core.serving import WebPlan, configured_web_plan
 from apps.documents.management.commands.seed_demo import DEMO_DIR
 from apps.documents.models import Document, DocumentStatus
 from apps.documents.services import document_create, document_ingest
@@ -50,7 +50,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, clients, seconds, uploads, workers, threads, torch_threads, timeout, json_path, **options):
         logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request otherwise
-        plan = web_plan(workers or settings.WEB_WORKERS, threads or settings.WEB_THREADS, torch_threads or settings.WEB_TORCH_THREADS)
+        plan = configured_web_plan(workers, threads, torch_threads)
         with celery_worker() as worker_note, temporary_workspace("load") as workspace, _web_server(plan) as url:
             progress(
                 f"worker: {worker_note}; web server {url}: {plan.workers} process(es) × {plan.threads} threads, torch {plan.torch_threads}"

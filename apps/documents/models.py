@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
-from pgvector.django import HnswIndex, SparseVectorField, VectorField
+from pgvector.django import SparseVectorField, VectorField
 
 from apps.core.models import TenantModel
 from apps.pipeline.bm25 import LEXEME_DIMENSIONS
@@ -118,9 +118,10 @@ class Chunk(TenantModel):
             models.CheckConstraint(condition=models.Q(end_offset__gt=models.F("start_offset")), name="chunk_offsets_ordered"),
             models.CheckConstraint(condition=models.Q(last_page__gte=models.F("first_page")), name="chunk_pages_ordered"),
         ]
+        # The vectors' HNSW indexes are one per workspace, partial on workspace_id, made by the
+        # chunk writer at a workspace's first write (apps/documents/sql.py, vector_index_ensure).
         indexes = [
             models.Index(fields=["workspace", "document"], name="chunk_ws_document"),
-            HnswIndex(name="chunk_embedding_hnsw", fields=["embedding"], m=16, ef_construction=64, opclasses=["vector_cosine_ops"]),
             # btree_gin puts the workspace into the keyword index: the GIN scan yields only the
             # workspace's matches instead of every tenant's, then filtered row by row.
             GinIndex(fields=["workspace", "search_vector"], name="chunk_ws_search_gin"),

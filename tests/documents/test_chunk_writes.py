@@ -9,6 +9,7 @@ from django.db import connection, transaction
 
 from apps.documents.models import Chunk, Document, DocumentStatus, IndexStat, TermStat
 from apps.documents.services import ChunkWrite, document_chunks_write, document_chunks_write_many
+from apps.documents.sql import vector_index_ensure, vector_index_name
 from apps.pipeline.parsing import extract
 from apps.pipeline.text import chunk_text
 from tests.factories import DocumentFactory
@@ -174,6 +175,8 @@ def test_a_write_is_one_copy_and_one_insert_whatever_the_number_of_chunks(person
     """No chunk is updated after it is written (each leaves one row version, so one entry in each
     index), and the statements do not grow with the chunks."""
     workspace = personas.workspace_a
+    with connection.cursor() as cursor:
+        vector_index_ensure(cursor, workspace_id=workspace.pk)  # the first write's, counted apart below
 
     def write(names: list[str]) -> tuple[list[str], int, int]:
         writes = [ChunkWrite(DocumentFactory(workspace=workspace, title=n), *prepared[n]) for n in names]
@@ -218,3 +221,44 @@ def test_a_write_keeps_to_its_workspace(personas, prepared):
 
     assert not Chunk.objects.exists()
     assert not IndexStat.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_first_writes_that_each_build_an_index_take_turns_instead_of_deadlocking(prepared):
+    """A writer builds its workspace's HNSW index and, before it inserts, a writer of another new
+    workspace starts: with CREATE INDEX's SHARE lock alone both would build, then each INSERT
+    would wait for the other's lock (bench_scale's two writers deadlocked so)."""
+    import threading
+    import time
+
+    from tests.factories import WorkspaceFactory
+
+    first, second = WorkspaceFactory(), WorkspaceFactory()
+    documents = {w.pk: DocumentFactory(workspace=w, title="bees") for w in (first, second)}
+    built, failures = threading.Event(), []
+
+    def write_second():
+        try:
+            built.wait(10)
+            document_chunks_write_many(workspace=second, writes=[ChunkWrite(documents[second.pk], *prepared["bees"])])
+        except Exception as exc:  # reported below, in the test's thread
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    other = threading.Thread(target=write_second)
+    other.start()
+    with transaction.atomic(), connection.cursor() as cursor:
+        assert vector_index_ensure(cursor, workspace_id=first.pk) is True
+        built.set()
+        time.sleep(0.5)  # the other writer reaches its own index build meanwhile
+        document_chunks_write_many(workspace=first, writes=[ChunkWrite(documents[first.pk], *prepared["bees"])])
+    other.join(30)
+
+    assert not other.is_alive()
+    assert not failures
+    for workspace in (first, second):
+        assert Chunk.objects.filter(workspace=workspace).count() == len(prepared["bees"][1])
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [vector_index_name(workspace.pk)])
+            assert cursor.fetchone()[0]

@@ -11,10 +11,10 @@ from django.db import connection, transaction
 
 from apps.documents import services
 from apps.documents.models import Chunk, Document, IndexStat, TermStat
-from apps.documents.sql import hybrid_search
+from apps.documents.sql import hybrid_search, vector_index_ensure, vector_index_name
 from apps.pipeline.bm25 import K1, B
 from apps.pipeline.embedding import get_embedder
-from apps.pipeline.retrieval import RetrievalParams
+from apps.pipeline.retrieval import RetrievalParams, vector_literal
 from tests.factories import ChunkFactory, DocumentFactory
 
 CORPUS = {
@@ -105,41 +105,79 @@ def test_a_chunk_of_another_workspace_never_appears_even_when_it_is_the_nearest(
     assert {c.document_title for c in search(personas.workspace_b, question)} == {"otters"}
 
 
-def test_a_selective_workspace_filter_still_returns_k_rows(personas):
+def _random_chunks(rng, workspace, document, count):
+    vectors = rng.normal(size=(count, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return [ChunkFactory.build(workspace=workspace, document=document, ordinal=i, text=f"t{i}", embedding=v) for i, v in enumerate(vectors)]
+
+
+def test_each_workspace_gets_its_own_vector_index_at_its_first_write(personas):
+    both = (personas.workspace_a, personas.workspace_b)
+    assert not _vector_indexes(*both)
+    add(personas.workspace_a, "otters.txt", CORPUS["otters.txt"])
+    add(personas.workspace_a, "bees.txt", CORPUS["bees.txt"])
+    add(personas.workspace_b, "beavers.txt", CORPUS["beavers.txt"])
+    indexes = _vector_indexes(*both)
+    assert set(indexes) == {vector_index_name(personas.workspace_a.pk), vector_index_name(personas.workspace_b.pk)}
+    assert f"WHERE (workspace_id = '{personas.workspace_a.pk}'::uuid)" in indexes[vector_index_name(personas.workspace_a.pk)]
+    assert "USING hnsw (embedding vector_cosine_ops)" in indexes[vector_index_name(personas.workspace_a.pk)]
+    with connection.cursor() as cursor:
+        assert vector_index_ensure(cursor, workspace_id=personas.workspace_a.pk) is False  # there already
+
+
+def test_a_selective_workspace_filter_walks_the_workspaces_own_index_and_returns_k_rows(personas):
+    """12 rows of workspace A beside 3,000 of B: the dense leg walks A's index alone, so a short
+    candidate list (ef_search 20) still hands back dense_k of A's rows, and only A's."""
     rng = np.random.default_rng(7)
     document_b = DocumentFactory(workspace=personas.workspace_b, title="noise")
     document_a = DocumentFactory(workspace=personas.workspace_a, title="few")
-
-    def rows(workspace, document, count):
-        vectors = rng.normal(size=(count, 384)).astype(np.float32)
-        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        return [
-            ChunkFactory.build(workspace=workspace, document=document, ordinal=i, text=f"t{i}", embedding=v) for i, v in enumerate(vectors)
-        ]
-
-    Chunk.objects.bulk_create(rows(personas.workspace_b, document_b, 3000), batch_size=500)
-    Chunk.objects.bulk_create(rows(personas.workspace_a, document_a, 12))
+    with connection.cursor() as cursor:
+        for workspace in (personas.workspace_a, personas.workspace_b):
+            assert vector_index_ensure(cursor, workspace_id=workspace.pk) is True
+    Chunk.objects.bulk_create(_random_chunks(rng, personas.workspace_b, document_b, 3000), batch_size=500)
+    Chunk.objects.bulk_create(_random_chunks(rng, personas.workspace_a, document_a, 12))
     question_vector = get_embedder().embed(["anything at all"])[0]
     with transaction.atomic(), connection.cursor() as cursor:
-        # Make the planner walk the HNSW index, as it does when a workspace is not tiny.
+        # Make the planner walk an HNSW index, as it does when a workspace is not tiny.
         cursor.execute("SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
+        cursor.execute("ANALYZE documents_chunk")
+        cursor.execute(
+            "EXPLAIN SELECT id FROM documents_chunk WHERE workspace_id = %s ORDER BY embedding <=> %s::vector LIMIT 10",
+            [str(personas.workspace_a.pk), vector_literal(question_vector)],
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert vector_index_name(personas.workspace_a.pk) in plan
+        assert vector_index_name(personas.workspace_b.pk) not in plan
         found = hybrid_search(
             cursor,
             workspace_id=personas.workspace_a.pk,
             question="x",
             query_vector=question_vector,
-            params=RetrievalParams(dense_k=10, keyword_k=0, ef_search=40),
+            params=RetrievalParams(dense_k=10, keyword_k=0, ef_search=20),
         )
         assert len(found) == 10
         assert {c.document_title for c in found} == {"few"}
 
-        # Without the iterative scan the index hands back its 40 best of all workspaces and the filter leaves few.
-        cursor.execute("SET LOCAL hnsw.iterative_scan = off")
+
+def test_deleting_a_workspace_drops_its_vector_index(personas):
+    from apps.workspaces.services import workspace_delete
+
+    add(personas.workspace_a, "otters.txt", CORPUS["otters.txt"])
+    add(personas.workspace_b, "beavers.txt", CORPUS["beavers.txt"])
+    gone, kept = personas.workspace_a.pk, personas.workspace_b.pk
+    workspace_delete(workspace=personas.workspace_a, actor=None)
+    assert set(_vector_indexes(gone, kept)) == {vector_index_name(kept)}
+
+
+def _vector_indexes(*workspaces) -> dict[str, str]:
+    """The chunk table's vector indexes of these workspaces (or workspace ids), by name; other
+    tests' may be there too."""
+    with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*) FROM (SELECT id FROM documents_chunk WHERE workspace_id = %s ORDER BY embedding <=> %s::vector LIMIT 10) x",
-            [str(personas.workspace_a.pk), "[" + ",".join(map(str, question_vector)) + "]"],
+            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'documents_chunk' AND indexname = ANY(%s)",
+            [[vector_index_name(getattr(w, "pk", w)) for w in workspaces]],
         )
-        assert cursor.fetchone()[0] < 10
+        return dict(cursor.fetchall())
 
 
 def test_the_keyword_index_holds_the_workspace_beside_the_lexemes(db):

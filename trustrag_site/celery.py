@@ -3,13 +3,23 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import worker_ready
+from celery.signals import worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trustrag_site.settings")
 
 app = Celery("trustrag")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _size_torch(**_):
+    # Before any task runs: torch's threads for this worker process (apps/core/serving.py).
+    import torch
+
+    from apps.core.serving import configured_worker_torch_threads
+
+    torch.set_num_threads(configured_worker_torch_threads())
 
 
 @worker_ready.connect

@@ -41,6 +41,9 @@ RERANKER_MODEL = env_str("RERANKER_MODEL", "")
 WEB_WORKERS = env_int("WEB_WORKERS", 0, minimum=0, maximum=64)
 WEB_THREADS = env_int("WEB_THREADS", 0, minimum=0, maximum=256)
 WEB_TORCH_THREADS = env_int("WEB_TORCH_THREADS", 0, minimum=0, maximum=64)
+# torch's threads in the Celery worker, whose threads ingest documents side by side; 0 means the
+# measured plan, one (apps/core/serving.py).
+WORKER_TORCH_THREADS = env_int("WORKER_TORCH_THREADS", 0, minimum=0, maximum=64)
 # The local judge (stage 2 of verification without an LLM, the gate's answerability): "features"
 # (lexical cues + MiniLM similarity, apps/pipeline/judge.py), "verifier", TrustRAG's own trained
 # model (also picks the local provider's sentences): the shipped int8 weights at VERIFIER_PATH, run

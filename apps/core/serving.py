@@ -45,3 +45,17 @@ def configured_web_plan(workers: int = 0, threads: int = 0, torch_threads: int =
     from django.conf import settings
 
     return web_plan(workers or settings.WEB_WORKERS, threads or settings.WEB_THREADS, torch_threads or settings.WEB_TORCH_THREADS)
+
+
+def worker_torch_threads(torch_threads: int = 0) -> int:
+    """torch's threads in a Celery worker process: one, unless set. The worker's two threads
+    ingest two documents side by side, each embedding on one core; with torch on every core each
+    call contended with the other's (bench_ingest on 2 cores: 211 chunks in 14.2 s against
+    15.2 s). Sharing one pool of batches between the documents did no better (14.5 s)."""
+    return torch_threads or 1
+
+
+def configured_worker_torch_threads() -> int:
+    from django.conf import settings
+
+    return worker_torch_threads(settings.WORKER_TORCH_THREADS)

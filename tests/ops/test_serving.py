@@ -14,7 +14,7 @@ import httpx
 import pytest
 from django.conf import settings
 
-from apps.core.serving import WebPlan, web_plan
+from apps.core.serving import WebPlan, web_plan, worker_torch_threads
 from tests.conftest import stop_process
 from tests.live import free_port
 
@@ -96,3 +96,20 @@ def test_gunicorn_started_with_the_config_runs_the_processes_it_names():
         assert len(children) == 2
     finally:
         stop_process(server)
+
+
+def test_the_worker_runs_torch_on_one_thread_unless_set():
+    assert worker_torch_threads() == 1
+    assert worker_torch_threads(3) == 3
+
+
+def test_the_celery_worker_sets_torchs_threads_before_any_task():
+    probe = _run(
+        "import torch, trustrag_site.celery as c; torch.set_num_threads(2); c._size_torch(); print(torch.get_num_threads())",
+        WORKER_TORCH_THREADS="0",
+    )
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.split()[-1] == "1"
+    probe = _run("import trustrag_site.celery as c; c._size_torch()", WORKER_TORCH_THREADS="lots")
+    assert probe.returncode != 0
+    assert "WORKER_TORCH_THREADS" in probe.stderr

@@ -13,11 +13,11 @@ from apps.core.crypto import encrypt
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
 from apps.core.text import clean_text, kind_of, short
-from apps.documents.sql import vector_index_drop
 from apps.pipeline.parsing import installed_languages
 from apps.pipeline.parsing.ocr import LANGUAGE
 from apps.pipeline.providers import PROVIDERS
 from apps.workspaces.models import Membership, Role, Workspace, WorkspaceSettings
+from apps.workspaces.signals import workspace_deleted
 from apps.workspaces.tenancy import access, require
 
 User = get_user_model()
@@ -113,8 +113,8 @@ def workspace_delete(*, workspace: Workspace, actor) -> None:
 
     The audit table refuses DELETE; this transaction alone lifts that, for the
     rows of this workspace going with it (see audits migration 0002). Every file a workspace
-    holds is stored under `workspaces/<id>/` (see documents.models), removed once committed; its
-    chunks' vector index goes with it.
+    holds is stored under `workspaces/<id>/` (see documents.models), removed once committed; the
+    apps drop what they keep for it outside its rows (`workspace_deleted`).
     """
     with transaction.atomic():
         with connection.cursor() as cursor:
@@ -122,9 +122,7 @@ def workspace_delete(*, workspace: Workspace, actor) -> None:
         folder = f"workspaces/{workspace.pk}"
         workspace_id = workspace.pk
         workspace.delete()
-        with connection.cursor() as cursor:
-            # Last, since dropping an index locks its table until the commit.
-            vector_index_drop(cursor, workspace_id=workspace_id)
+        workspace_deleted.send(sender=Workspace, workspace_id=workspace_id)
         transaction.on_commit(lambda: _delete_folder(default_storage, folder))
 
 

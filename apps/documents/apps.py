@@ -15,10 +15,6 @@ class DocumentsConfig(AppConfig):
 
 
 def _drop_vector_index(sender, *, workspace_id, **kwargs) -> None:
-    # Last in the deleting transaction, since dropping an index locks its table until the commit.
-    from django.db import connection
+    from apps.documents.services import workspace_vector_index_drop
 
-    from apps.documents.sql import vector_index_drop
-
-    with connection.cursor() as cursor:
-        vector_index_drop(cursor, workspace_id=workspace_id)
+    workspace_vector_index_drop(workspace_id=workspace_id)

@@ -20,7 +20,7 @@ from apps.core.events import event_record
 from apps.core.text import safe_filename, storable
 from apps.documents.models import Document, DocumentStatus
 from apps.documents.signals import document_text_changed
-from apps.documents.sql import documents_mark_written, unindex_document, unit_vectors_write, write_chunks
+from apps.documents.sql import documents_mark_written, unindex_document, unit_vectors_write, vector_index_drop, write_chunks
 from apps.pipeline.embedding import DIMENSIONS, get_embedder, pack_vectors
 from apps.pipeline.parsing import Extracted, OcrOptions, ParseError, check_supported, extract
 from apps.pipeline.text import chunk_text, passage_header, unit_reads
@@ -122,6 +122,13 @@ def document_delete(*, workspace: Workspace, actor, document_id) -> None:
             data={"document": str(document_id), "filename": document.filename, "sha256": document.sha256},
         )
         transaction.on_commit(lambda: storage.delete(name) if name else None)
+
+
+def workspace_vector_index_drop(*, workspace_id) -> None:
+    """Drop a deleted workspace's HNSW index, last in the deleting transaction (dropping an index
+    locks its table until the commit); `workspace_delete` announces it (`workspace_deleted`)."""
+    with connection.cursor() as cursor:
+        vector_index_drop(cursor, workspace_id=workspace_id)
 
 
 def document_reindex(*, workspace: Workspace, actor, document_id=None) -> int:

@@ -202,12 +202,13 @@ def vector_index_ensure(cursor, *, workspace_id) -> bool:
     writers wait for this transaction to commit. That lock, unlike CREATE INDEX's own SHARE lock,
     excludes its like, so two writers that each build an index take turns instead of deadlocking
     on their INSERTs. Returns whether it was built."""
-    name = vector_index_name(workspace_id)
+    workspace = uuid.UUID(str(workspace_id))
+    name = vector_index_name(workspace)
     cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
     if cursor.fetchone()[0]:
         return False
     cursor.execute("LOCK TABLE documents_chunk IN SHARE ROW EXCLUSIVE MODE")
-    predicate = f"workspace_id = '{uuid.UUID(str(workspace_id))}'::uuid"
+    predicate = f"workspace_id = '{workspace}'::uuid"
     # An index cannot be made on a table with deferred foreign-key checks still pending in this
     # transaction (chunks written earlier in it): run them now, then defer again as Django does.
     cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")

@@ -58,13 +58,15 @@ def test_a_bad_web_variable_stops_the_config_with_a_message_naming_it():
     assert "WEB_WORKERS" in probe.stderr
 
 
-def test_each_process_sets_torchs_threads_as_it_starts():
-    probe = _run(
-        "import torch, trustrag_site.gunicorn_conf as c; torch.set_num_threads(2); c.post_worker_init(None); print(torch.get_num_threads())",
-        WEB_TORCH_THREADS="1",
-    )
+def _torch_threads_after(hook: str, **env: str) -> str:
+    """torch's thread count printed by a fresh process that set two, then ran `hook` (module `c`)."""
+    probe = _run(f"import torch; torch.set_num_threads(2); {hook}; print(torch.get_num_threads())", **env)
     assert probe.returncode == 0, probe.stderr
-    assert probe.stdout.split()[-1] == "1"
+    return probe.stdout.split()[-1]
+
+
+def test_each_process_sets_torchs_threads_as_it_starts():
+    assert _torch_threads_after("import trustrag_site.gunicorn_conf as c; c.post_worker_init(None)", WEB_TORCH_THREADS="1") == "1"
 
 
 def test_gunicorn_started_with_the_config_runs_the_processes_it_names():
@@ -104,12 +106,7 @@ def test_the_worker_runs_torch_on_one_thread_unless_set():
 
 
 def test_the_celery_worker_sets_torchs_threads_before_any_task():
-    probe = _run(
-        "import torch, trustrag_site.celery as c; torch.set_num_threads(2); c._size_torch(); print(torch.get_num_threads())",
-        WORKER_TORCH_THREADS="0",
-    )
-    assert probe.returncode == 0, probe.stderr
-    assert probe.stdout.split()[-1] == "1"
+    assert _torch_threads_after("import trustrag_site.celery as c; c._size_torch()", WORKER_TORCH_THREADS="0") == "1"
     probe = _run("import trustrag_site.celery as c; c._size_torch()", WORKER_TORCH_THREADS="lots")
     assert probe.returncode != 0
     assert "WORKER_TORCH_THREADS" in probe.stderr

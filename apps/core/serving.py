@@ -48,14 +48,32 @@ def configured_web_plan(workers: int = 0, threads: int = 0, torch_threads: int =
 
 
 def worker_torch_threads(torch_threads: int = 0) -> int:
-    """torch's threads in a Celery worker process: one, unless set. The worker's two threads
-    ingest two documents side by side, each embedding on one core; with torch on every core each
-    call contended with the other's (bench_ingest on 2 cores: 211 chunks in 14.2 s against
-    15.2 s). Sharing one pool of batches between the documents did no better (14.5 s)."""
+    """torch's threads in a Celery worker process before its first task: one, unless set. Each
+    ingestion then sizes its own calls (ingestion_torch_threads)."""
     return torch_threads or 1
+
+
+def ingestion_torch_threads(embedding_now: int, torch_threads: int = 0, cpus: int | None = None) -> int:
+    """torch's threads for an ingestion's next embedding batch, with `embedding_now` ingestions of
+    this process embedding at that moment (itself included): as set, or else the cores shared
+    among them. torch's thread count is the calling thread's own (OpenMP's per-thread setting), so
+    each ingestion sets its own. Measured with bench_ingest on 2 cores (README): torch on one
+    thread in each of the worker's two threads, 211 chunks in 14.2 s; on both cores in each, the
+    two calls contended (15.2 s); one pool of batches shared by the documents, 14.5 s. One thread
+    each while two documents embed, and both cores for the one left alone (the report PDF that
+    is half the chunks), is what this does."""
+    if torch_threads:
+        return torch_threads
+    return max(1, (cpus or cores()) // max(1, embedding_now))
 
 
 def configured_worker_torch_threads() -> int:
     from django.conf import settings
 
     return worker_torch_threads(settings.WORKER_TORCH_THREADS)
+
+
+def configured_ingestion_torch_threads(embedding_now: int) -> int:
+    from django.conf import settings
+
+    return ingestion_torch_threads(embedding_now, settings.WORKER_TORCH_THREADS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from contextlib import contextmanager
 from functools import cache
 
 import numpy as np
@@ -75,6 +76,41 @@ class Embedder:
                 self._cache.move_to_end(text)
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
+
+
+class Streams:
+    """How many threads of this process are inside `claimed()` now: the ingestions embedding at
+    this moment, which share the cores (apps.core.serving.ingestion_torch_threads)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        with self._lock:
+            return self._count
+
+    @contextmanager
+    def claimed(self):
+        with self._lock:
+            self._count += 1
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._count -= 1
+
+
+INGESTION_STREAMS = Streams()
+
+
+def set_torch_threads(threads: int) -> None:
+    """This thread's torch threads (OpenMP's setting is per thread: other threads keep theirs)."""
+    import torch
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
 
 
 def default_model_path() -> str:

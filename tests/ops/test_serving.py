@@ -100,7 +100,7 @@ def test_gunicorn_started_with_the_config_runs_the_processes_it_names():
         stop_process(server)
 
 
-def test_the_worker_runs_torch_on_one_thread_unless_set():
+def test_the_worker_starts_torch_on_one_thread_unless_set():
     assert worker_torch_threads() == 1
     assert worker_torch_threads(3) == 3
 

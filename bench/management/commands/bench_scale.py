@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 
 from apps.documents.models import Chunk, Document, DocumentStatus, IndexStat
 from apps.documents.selectors import chunk_search
@@ -283,14 +283,23 @@ def _check_stored(spaces, expected: int) -> int:
 
 
 def _settle() -> float:
-    """What autovacuum would do soon after a bulk load, done now so that it does not run during the
-    timing: merge the GIN index's pending list (every keyword query scans it), drop the row versions
-    the chunk writer's updates left in the HNSW index, refresh the planner's statistics."""
+    """What the server would do soon after a bulk load, done now so that it does not run during the
+    timing, and counted in the writes: autovacuum's merge of the GIN index's pending list (every
+    keyword query scans it) and its refresh of the planner's statistics; the checkpointer's flush
+    of the gigabytes of pages the load dirtied (left to itself, it writes them out over the next
+    minutes, beside the queries' reads). CHECKPOINT needs a superuser or pg_checkpoint: without,
+    the flush is left to the server and the output says so."""
     started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute("VACUUM (ANALYZE) documents_chunk")
+        try:
+            with transaction.atomic():
+                cursor.execute("CHECKPOINT")
+            flushed = "checkpointed"
+        except DatabaseError as exc:
+            flushed = f"not checkpointed ({str(exc).strip()})"
     seconds = time.perf_counter() - started
-    progress(f"vacuumed and analysed the chunk table in {seconds:.1f} s")
+    progress(f"vacuumed and analysed the chunk table, {flushed}, in {seconds:.1f} s")
     return seconds
 
 
@@ -318,6 +327,8 @@ def _measure(spaces, asked: list[str], vectors: np.ndarray) -> dict[str, list[fl
                 f"queries {i + 1}/{len(asked)}: hybrid p50 {percentile(measured['hybrid'], 50):.1f} ms, "
                 f"recall@10 {np.mean(measured['recall']):.3f}"
             )
+    slowest = sorted(range(len(asked)), key=lambda i: -measured["hybrid"][i])[:5]
+    progress("slowest hybrid queries: " + ", ".join(f"{measured['hybrid'][i]:.1f} ms (query {i})" for i in slowest))
     return measured
 
 

@@ -57,11 +57,12 @@ def ingestion_torch_threads(embedding_now: int, torch_threads: int = 0, cpus: in
     """torch's threads for an ingestion's next embedding batch, with `embedding_now` ingestions of
     this process embedding at that moment (itself included): as set, or else the cores shared
     among them. torch's thread count is the calling thread's own (OpenMP's per-thread setting), so
-    each ingestion sets its own. Measured with bench_ingest on 2 cores (README): torch on one
-    thread in each of the worker's two threads, 211 chunks in 14.2 s; on both cores in each, the
-    two calls contended (15.2 s); one pool of batches shared by the documents, 14.5 s. One thread
-    each while two documents embed, and both cores for the one left alone (the report PDF that
-    is half the chunks), is what this does."""
+    each ingestion sets its own. Measured with bench_ingest on 2 cores (README): the WARN report
+    PDF (111 chunks) alone, 6.1-6.3 s against 10.1 s with torch fixed on one thread; the 19 shared
+    files, 12.9-13.2 s either way (the worker's two threads keep both cores busy until the last
+    document). With torch on both cores in each of the two threads, the calls contended (15.2 s
+    against 14.2 s); one pool of batches shared by the documents did no better (14.5 s).
+    WORKER_TORCH_THREADS fixes the count instead."""
     if torch_threads:
         return torch_threads
     return max(1, (cpus or cores()) // max(1, embedding_now))

@@ -29,10 +29,19 @@ def _threads_per_encode(personas, monkeypatch, name: str) -> list[int]:
 
 
 def test_an_ingestion_alone_embeds_on_every_core_and_shares_them_with_another(personas, monkeypatch):
+    before = torch.get_num_threads()
     torch.set_num_threads(1)
-    assert set(_threads_per_encode(personas, monkeypatch, "alone.txt")) == {cores()}
-    assert torch.get_num_threads() == 1  # put back
+    try:
+        assert set(_threads_per_encode(personas, monkeypatch, "alone.txt")) == {cores()}
+        assert torch.get_num_threads() == 1  # put back
+        shared = _threads_while_another_embeds(personas, monkeypatch)
+    finally:
+        torch.set_num_threads(before)
+    assert set(shared) == {max(1, cores() // 2)}
+    assert INGESTION_STREAMS.count == 0
 
+
+def _threads_while_another_embeds(personas, monkeypatch) -> list[int]:
     claimed, release = threading.Event(), threading.Event()
 
     def another_ingestion():
@@ -44,12 +53,10 @@ def test_an_ingestion_alone_embeds_on_every_core_and_shares_them_with_another(pe
     other.start()
     try:
         assert claimed.wait(10)
-        shared = _threads_per_encode(personas, monkeypatch, "shared.txt")
+        return _threads_per_encode(personas, monkeypatch, "shared.txt")
     finally:
         release.set()
         other.join()
-    assert set(shared) == {max(1, cores() // 2)}
-    assert INGESTION_STREAMS.count == 0
 
 
 def test_the_share_is_the_cores_split_among_the_ingestions_embedding_unless_set():

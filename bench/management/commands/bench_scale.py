@@ -9,10 +9,10 @@ same run, timed before the writes and freed before the product's timing, so that
 in-process indexes held is the database's page cache again, as on a machine that serves.
 
 `write_seconds` is the wall time of the writes (rows, their HNSW, GIN and btree index entries,
-BM25 statistics and vectors) plus the VACUUM (ANALYZE) that settles the indexes after them;
-`index_build_seconds` is that settling part. The product builds no index over loaded rows: each
-workspace's own HNSW index is made (empty) by the writer before the workspace's first chunk and
-filled as rows arrive, and the keyword GIN index serves every workspace. See BENCHMARKS.md for the
+BM25 statistics and vectors) plus the VACUUM (ANALYZE) and CHECKPOINT that settle them after the
+load; `index_build_seconds` is that settling part. The product builds no index over loaded rows:
+each workspace's own HNSW index is made (empty) by the writer before the workspace's first chunk
+and filled as rows arrive, and the keyword GIN index serves every workspace. See BENCHMARKS.md for the
 fixed interface.
 """
 

@@ -13,7 +13,7 @@ class RetrievalParams:
     rrf_k: int = 60
     dense_weight: float = 1.0
     keyword_weight: float = 1.0
-    # The candidate list of the workspace's own HNSW index (apps/documents/sql.py).
+    # The least candidate list of the workspace's own HNSW index; deeper legs get more (apps/documents/sql.py, ef_search_for).
     ef_search: int = 100
 
 

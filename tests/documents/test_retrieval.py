@@ -11,7 +11,7 @@ from django.db import connection, transaction
 
 from apps.documents import services
 from apps.documents.models import Chunk, Document, IndexStat, TermStat
-from apps.documents.sql import hybrid_search, vector_index_ensure, vector_index_name
+from apps.documents.sql import ef_search_for, hybrid_search, vector_index_ensure, vector_index_name
 from apps.pipeline.bm25 import K1, B
 from apps.pipeline.embedding import get_embedder
 from apps.pipeline.retrieval import RetrievalParams, vector_literal
@@ -127,7 +127,8 @@ def test_each_workspace_gets_its_own_vector_index_at_its_first_write(personas):
 
 def test_a_selective_workspace_filter_walks_the_workspaces_own_index_and_returns_k_rows(personas):
     """12 rows of workspace A beside 3,000 of B: the dense leg walks A's index alone, so a short
-    candidate list (ef_search 20) still hands back dense_k of A's rows, and only A's."""
+    candidate list (ef_search 20, raised to 40 for 10 rows) still hands back dense_k of A's rows,
+    and only A's."""
     rng = np.random.default_rng(7)
     document_b = DocumentFactory(workspace=personas.workspace_b, title="noise")
     document_a = DocumentFactory(workspace=personas.workspace_a, title="few")
@@ -157,6 +158,28 @@ def test_a_selective_workspace_filter_walks_the_workspaces_own_index_and_returns
         )
         assert len(found) == 10
         assert {c.document_title for c in found} == {"few"}
+
+
+def test_a_dense_leg_deeper_than_the_default_candidate_list_gets_every_row_it_asks_for(personas):
+    """pgvector's HNSW scan returns at most ef_search rows: a workspace asking for 150 dense
+    candidates (the setting goes up to 200) gets 150, not the default list's 100."""
+    rng = np.random.default_rng(11)
+    document = DocumentFactory(workspace=personas.workspace_a, title="many")
+    with connection.cursor() as cursor:
+        vector_index_ensure(cursor, workspace_id=personas.workspace_a.pk)
+    Chunk.objects.bulk_create(_random_chunks(rng, personas.workspace_a, document, 400), batch_size=400)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_sort = off; SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off")
+        cursor.execute("ANALYZE documents_chunk")
+        found = hybrid_search(
+            cursor,
+            workspace_id=personas.workspace_a.pk,
+            question="x",
+            query_vector=get_embedder().embed(["anything at all"])[0],
+            params=RetrievalParams(dense_k=150, keyword_k=0),
+        )
+        assert ef_search_for(RetrievalParams(dense_k=150, keyword_k=0)) == 600
+        assert len(found) == 150
 
 
 def test_deleting_a_workspace_drops_its_vector_index(personas):

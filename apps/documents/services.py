@@ -22,7 +22,7 @@ from apps.core.text import safe_filename, storable
 from apps.documents.models import Document, DocumentStatus
 from apps.documents.signals import document_text_changed
 from apps.documents.sql import documents_mark_written, unindex_document, unit_vectors_write, vector_index_drop, write_chunks
-from apps.pipeline.embedding import DIMENSIONS, INGESTION_STREAMS, get_embedder, pack_vectors, set_torch_threads
+from apps.pipeline.embedding import DIMENSIONS, INGESTION_STREAMS, get_embedder, pack_vectors, set_torch_threads, torch_threads_kept
 from apps.pipeline.parsing import Extracted, OcrOptions, ParseError, check_supported, extract
 from apps.pipeline.text import chunk_text, passage_header, unit_reads
 from apps.pipeline.types import ChunkDraft
@@ -205,7 +205,6 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     cores, counted again before every batch (apps.core.serving.ingestion_torch_threads); the
     thread's own setting is put back after."""
     import numpy as np
-    import torch
 
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
     step = settings.EMBEDDING_BATCH_SIZE
@@ -213,16 +212,12 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     flat = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
     _progress(document, 0, len(groups))
-    before = torch.get_num_threads()
-    try:
-        with INGESTION_STREAMS.claimed() as streams:
-            for start in range(0, len(order), step):
-                batch = order[start : start + step]
-                set_torch_threads(configured_ingestion_torch_threads(streams.count))
-                flat[batch] = embedder.embed([texts[i] for i in batch])
-                _progress(document, len(groups) * (start + len(batch)) // len(texts), len(groups))
-    finally:
-        set_torch_threads(before)
+    with INGESTION_STREAMS.claimed() as streams, torch_threads_kept():
+        for start in range(0, len(order), step):
+            batch = order[start : start + step]
+            set_torch_threads(configured_ingestion_torch_threads(streams.count))
+            flat[batch] = embedder.embed([texts[i] for i in batch])
+            _progress(document, len(groups) * (start + len(batch)) // len(texts), len(groups))
     ends = np.cumsum([len(group) for group in groups])
     return np.split(flat, ends[:-1]) if groups else []
 

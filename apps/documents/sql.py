@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 from apps.pipeline.bm25 import CANDIDATE_MAX_DF_SHARE, K1, LEXEME_DIMENSIONS, B
-from apps.pipeline.retrieval import RetrievalParams, vector_literal
+from apps.pipeline.retrieval import RetrievalParams, ef_search_for, vector_literal
 from apps.pipeline.types import Candidate
 
 LEXEME_DIM_FUNCTION = """
@@ -306,19 +306,6 @@ JOIN documents_chunk c ON c.id = f.id AND c.workspace_id = %(workspace)s
 JOIN documents_document doc ON doc.id = c.document_id AND doc.workspace_id = %(workspace)s
 ORDER BY f.fused_score DESC, f.id
 """
-
-
-# pgvector's HNSW scan hands back at most ef_search rows, and finds the true nearest k only with a
-# candidate list a few times k: the list is at least EF_PER_ROW a row asked for, within pgvector's
-# limit of 1,000 (a workspace's dense_k goes up to 200). At the product's dense_k of 10 that is the
-# default of 100; at bench_retrieval's depth of 100 it is 400, as the 0.726 reranked nDCG@10 of
-# session 6 was measured with.
-EF_PER_ROW = 4
-EF_MAX = 1000
-
-
-def ef_search_for(params: RetrievalParams) -> int:
-    return min(EF_MAX, max(params.ef_search, EF_PER_ROW * params.dense_k))
 
 
 def hybrid_search(cursor, *, workspace_id, question: str, query_vector, params: RetrievalParams) -> list[Candidate]:

@@ -11,10 +11,10 @@ from django.db import connection, transaction
 
 from apps.documents import services
 from apps.documents.models import Chunk, Document, IndexStat, TermStat
-from apps.documents.sql import ef_search_for, hybrid_search, vector_index_ensure, vector_index_name
+from apps.documents.sql import hybrid_search, vector_index_ensure, vector_index_name
 from apps.pipeline.bm25 import K1, B
 from apps.pipeline.embedding import get_embedder
-from apps.pipeline.retrieval import RetrievalParams, vector_literal
+from apps.pipeline.retrieval import RetrievalParams, ef_search_for, vector_literal
 from tests.factories import ChunkFactory, DocumentFactory
 
 CORPUS = {

@@ -118,18 +118,30 @@ def _wait_until_settled(settled, what: str) -> None:
 
 # PostgreSQL's default shared_buffers (128 MB) holds little of a busy workspace's chunks: at
 # 100,000 chunks (~630 MB with their indexes) every keyword query read most of its candidates
-# from the OS cache, and bench_scale's hybrid p95 went from ~21 ms to ~34 ms. A quarter of the
-# machine's memory is PostgreSQL's own advice; 1 GB is well inside these machines' 24 GiB.
-SHARED_BUFFERS = "1GB"
+# from the OS cache, and bench_scale's hybrid p95 went from ~21 ms to ~34 ms. At a million chunks
+# (heap 1.5 GB, HNSW indexes 2.0 GB, keyword index 0.2 GB) a fixed 1 GB did the same: a query in
+# a workspace not asked lately read ~1,800 of its ~2,600 pages from the OS cache (EXPLAIN
+# BUFFERS), 28 ms against 6 ms with every page in the buffers. So the server takes a quarter of
+# the machine's memory, PostgreSQL's own advice for a dedicated server (it allocates the pages as
+# they are used); never less than its default.
+SHARED_BUFFERS_SHARE = 4
+SHARED_BUFFERS_MIN = 128 * 1024 * 1024
+
+
+def shared_buffers_bytes(memory: int) -> int:
+    """The buffers for a machine (or container) of `memory` bytes, in whole 8 kB pages."""
+    return max(SHARED_BUFFERS_MIN, memory // SHARED_BUFFERS_SHARE // 8192 * 8192)
 
 
 def _configure(conn) -> bool:
     """Persist the embedded server's settings; True when a restart must apply them."""
+    from apps.core.serving import memory_bytes
+
     current = conn.execute("SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'").fetchone()[0]
-    asked = conn.execute("SELECT pg_size_bytes(%s)", [SHARED_BUFFERS]).fetchone()[0]
+    asked = shared_buffers_bytes(memory_bytes())
     if current == asked:
         return False
-    conn.execute(f"ALTER SYSTEM SET shared_buffers = '{int(asked) // 1024}kB'")
+    conn.execute(f"ALTER SYSTEM SET shared_buffers = '{asked // 1024}kB'")
     return True
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 THREADS_PER_PROCESS = 8
 
@@ -28,6 +29,23 @@ class WebPlan:
 def cores() -> int:
     """The cores this process may run on (a container's CPU set, not the host's count)."""
     return len(os.sched_getaffinity(0))
+
+
+# Where a container's memory limit is kept: cgroup v2, then v1 (a huge number there means none).
+CGROUP_MEMORY_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def memory_bytes(limits: tuple[str, ...] = CGROUP_MEMORY_LIMITS) -> int:
+    """The memory this process may use: the machine's, or its container's limit when lower."""
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in limits:
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            return min(physical, int(text))
+    return physical
 
 
 def web_plan(workers: int = 0, threads: int = 0, torch_threads: int = 0, cpus: int | None = None) -> WebPlan:

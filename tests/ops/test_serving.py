@@ -14,7 +14,8 @@ import httpx
 import pytest
 from django.conf import settings
 
-from apps.core.serving import WebPlan, web_plan, worker_torch_threads
+from apps.core.embedded import shared_buffers_bytes
+from apps.core.serving import WebPlan, memory_bytes, web_plan, worker_torch_threads
 from tests.conftest import stop_process
 from tests.live import free_port
 
@@ -110,3 +111,23 @@ def test_the_celery_worker_sets_torchs_threads_before_any_task():
     probe = _run("import trustrag_site.celery as c; c._size_torch()", WORKER_TORCH_THREADS="lots")
     assert probe.returncode != 0
     assert "WORKER_TORCH_THREADS" in probe.stderr
+
+
+def test_the_memory_is_the_machines_unless_a_container_limit_is_lower(tmp_path):
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    unlimited_v2, unlimited_v1, limited = tmp_path / "memory.max", tmp_path / "limit_in_bytes", tmp_path / "limited"
+    unlimited_v2.write_text("max\n")
+    unlimited_v1.write_text("9223372036854771712\n")
+    limited.write_text(f"{2 * 1024**3}\n")
+    assert memory_bytes((str(tmp_path / "absent"),)) == physical
+    assert memory_bytes((str(unlimited_v2), str(unlimited_v1))) == physical
+    assert memory_bytes((str(unlimited_v2), str(limited))) == min(physical, 2 * 1024**3)
+
+
+@pytest.mark.parametrize(
+    ("memory", "buffers"),
+    [(24 * 1024**3, 6 * 1024**3), (2 * 1024**3, 512 * 1024**2), (256 * 1024**2, 128 * 1024**2), (10**9 + 1, 249_995_264)],
+)
+def test_postgres_buffers_are_a_quarter_of_memory_in_whole_pages_and_never_below_the_default(memory, buffers):
+    assert shared_buffers_bytes(memory) == buffers
+    assert buffers % 8192 == 0

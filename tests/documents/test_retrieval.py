@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from django.db import connection, transaction
 
+from apps.core.embedded import shared_buffers_bytes
+from apps.core.serving import memory_bytes
 from apps.documents import services
 from apps.documents.models import Chunk, Document, IndexStat, TermStat
 from apps.documents.sql import hybrid_search, vector_index_ensure, vector_index_name
@@ -215,8 +217,8 @@ def test_the_keyword_index_holds_the_workspace_beside_the_lexemes(db):
     assert definitions == ["CREATE INDEX chunk_ws_search_gin ON public.documents_chunk USING gin (workspace_id, search_vector)"]
 
 
-def test_the_embedded_database_keeps_a_gigabyte_of_buffers(db):
-    """The embedded server is configured for a workspace's working set (see apps.core.embedded)."""
+def test_the_embedded_database_keeps_a_quarter_of_the_machines_memory_in_its_buffers(db):
+    """The embedded server is configured for a large workspace's working set (see apps.core.embedded)."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))")
-        assert cursor.fetchone()[0] == 1024**3
+        assert cursor.fetchone()[0] == shared_buffers_bytes(memory_bytes())

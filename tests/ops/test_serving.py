@@ -14,7 +14,6 @@ import httpx
 import pytest
 from django.conf import settings
 
-from apps.core.embedded import shared_buffers_bytes
 from apps.core.serving import WebPlan, memory_bytes, web_plan, worker_torch_threads
 from tests.conftest import stop_process
 from tests.live import free_port
@@ -122,12 +121,3 @@ def test_the_memory_is_the_machines_unless_a_container_limit_is_lower(tmp_path):
     assert memory_bytes((str(tmp_path / "absent"),)) == physical
     assert memory_bytes((str(unlimited_v2), str(unlimited_v1))) == physical
     assert memory_bytes((str(unlimited_v2), str(limited))) == min(physical, 2 * 1024**3)
-
-
-@pytest.mark.parametrize(
-    ("memory", "buffers"),
-    [(24 * 1024**3, 6 * 1024**3), (2 * 1024**3, 512 * 1024**2), (256 * 1024**2, 128 * 1024**2), (10**9 + 1, 249_995_264)],
-)
-def test_postgres_buffers_are_a_quarter_of_memory_in_whole_pages_and_never_below_the_default(memory, buffers):
-    assert shared_buffers_bytes(memory) == buffers
-    assert buffers % 8192 == 0

@@ -181,6 +181,29 @@ def crag_suggestion(outcomes: list[Outcome], *, gate: float, share: float = 0.05
     return {"crag_lower": lower, "crag_upper": upper}
 
 
+def transfer(by_group: dict[str, list[Outcome]], thresholds: list[float]) -> list[dict]:
+    """The threshold recommended on each group (a SQuAD article), applied to every other group:
+    does a threshold tuned on one collection hold on another?"""
+    rows = []
+    for tuned_on, own in by_group.items():
+        threshold = recommend(sweep(own, thresholds))
+        for applied_to, others in by_group.items():
+            if applied_to == tuned_on:
+                continue
+            m = metrics(others, threshold=threshold)
+            rows.append(
+                {
+                    "tuned_on": tuned_on,
+                    "applied_to": applied_to,
+                    "threshold": threshold,
+                    "answer_rate": m["answer_rate"],
+                    "in_domain_refusal_rate": m["in_domain"]["refusal_rate"],
+                    "off_topic_refusal_rate": m["off_topic"]["refusal_rate"],
+                }
+            )
+    return rows
+
+
 def recommend(rows: list[dict], *, min_answer_rate: float = 0.85) -> float:
     """The best-F1 threshold among those that still answer enough answerable questions."""
     eligible = [r for r in rows if r["answer_rate"] >= min_answer_rate] or rows

@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from apps.evals.gate import ANSWERABLE, IN_DOMAIN, OFF_TOPIC, Outcome, contains_gold, metrics, recommend, sweep
+from apps.evals.gate import ANSWERABLE, IN_DOMAIN, OFF_TOPIC, Outcome, contains_gold, metrics, recommend, sweep, transfer
 from apps.workspaces.models import Workspace
 
 
@@ -39,6 +39,24 @@ def test_metrics_and_sweep_are_counted_by_hand():
     # at 0.55: precision 3/4, recall 3/4
     assert rows[0.55]["f1"] == 0.75
     assert recommend(list(rows.values()), min_answer_rate=0.5) == 0.55
+
+
+def test_the_threshold_recommended_on_one_article_is_applied_to_the_other():
+    # Article A separates at 0.5; article B's answerable scores sit lower, at 0.3-0.4.
+    a = [outcome(ANSWERABLE, True, 0.7), outcome(ANSWERABLE, True, 0.6), outcome(IN_DOMAIN, True, 0.4), outcome(OFF_TOPIC, True, 0.1)]
+    b = [outcome(ANSWERABLE, True, 0.4), outcome(ANSWERABLE, True, 0.3), outcome(IN_DOMAIN, True, 0.2), outcome(OFF_TOPIC, True, 0.05)]
+    thresholds = [round(0.1 * i, 1) for i in range(8)]
+    assert recommend(sweep(a, thresholds)) == 0.5
+    assert recommend(sweep(b, thresholds)) == 0.3
+    rows = {(r["tuned_on"], r["applied_to"]): r for r in transfer({"A": a, "B": b}, thresholds)}
+    assert set(rows) == {("A", "B"), ("B", "A")}
+    assert rows["A", "B"]["threshold"] == 0.5
+    assert rows["A", "B"]["answer_rate"] == 0.0  # A's threshold refuses every answerable question of B
+    assert rows["A", "B"]["in_domain_refusal_rate"] == 1.0
+    assert rows["B", "A"]["threshold"] == 0.3
+    assert rows["B", "A"]["answer_rate"] == 1.0
+    assert rows["B", "A"]["in_domain_refusal_rate"] == 0.0  # B's lower threshold lets A's distractor through
+    assert rows["B", "A"]["off_topic_refusal_rate"] == 1.0
 
 
 def test_gold_answers_are_found_after_squad_normalisation():
@@ -91,4 +109,5 @@ def test_bench_gate_runs_squad_questions_in_their_own_workspaces(tmp_path):
     assert set(result["naive"]) == set(result["verified"])
     assert [r["threshold"] for r in result["sweep"]][:3] == [0.0, 0.01, 0.02]
     assert 0 <= result["recommended_threshold"] <= 0.8
+    assert {(r["tuned_on"], r["applied_to"]) for r in result["transfer"]} == {("Bakery", "Moons"), ("Moons", "Bakery")}
     assert not Workspace.objects.filter(slug__startswith="bench-gate").exists()

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.documents.services import document_create, document_ingest
-from apps.evals.gate import ANSWERABLE, IN_DOMAIN, OFF_TOPIC, Outcome, contains_gold, metrics, recommend, sweep
+from apps.evals.gate import ANSWERABLE, IN_DOMAIN, OFF_TOPIC, Outcome, contains_gold, metrics, recommend, sweep, transfer
 from apps.evals.services import question_ask_both
 from apps.workspaces.selectors import settings_get
 from bench.common import data_path, emit, progress, temporary_workspace
@@ -28,6 +28,7 @@ class Command(BaseCommand):
     def handle(self, *args, squad: Path, off_topic: int, limit_questions: int | None, json_path: str | None, **options):
         articles = _read_squad(Path(squad))
         outcomes: list[Outcome] = []
+        by_article: dict[str, list[Outcome]] = {}
         threshold = None
         started = time.perf_counter()
         for index, article in enumerate(articles):
@@ -37,7 +38,9 @@ class Command(BaseCommand):
                 _ingest(workspace, article)
                 questions = _questions(article, limit_questions) + [(OFF_TOPIC, q, []) for q in foreign]
                 for done, (kind, question, golds) in enumerate(questions, start=1):
-                    outcomes.append(_ask(workspace, kind, question, golds))
+                    outcome = _ask(workspace, kind, question, golds)
+                    outcomes.append(outcome)
+                    by_article.setdefault(article["title"], []).append(outcome)
                     if done % 50 == 0 or done == len(questions):
                         progress(f"{article['title']}: {done}/{len(questions)} questions, {time.perf_counter() - started:.0f} s")
         rows = sweep(outcomes, SWEEP)
@@ -50,6 +53,8 @@ class Command(BaseCommand):
             "naive": metrics(outcomes, threshold=None),
             "sweep": rows,
             "recommended_threshold": recommend(rows),
+            # the threshold recommended on one article, applied to each other one
+            "transfer": transfer(by_article, SWEEP) if len(by_article) > 1 else [],
             "seconds": round(time.perf_counter() - started, 1),
         }
         emit(result, json_path, self.stdout)

@@ -11,6 +11,7 @@ from pathlib import Path
 from training import claims
 from training.claims import Claim, read_jsonl
 from training.claims import is_held_out as split_held_out
+from training.verifier import synth_qa
 
 DATA = Path("/work/shared/data")
 TRAIN = DATA / "train"
@@ -35,6 +36,7 @@ SETS: dict[str, tuple[str, str, str, bool]] = {
     "conjnli": ("conjnli/conjnli.jsonl", "nli", "MIT", True),
     "mnli_taxinli": ("mnli_taxinli/taxinli10k.jsonl", "nli", "C-UDA 1.0 + OANC / CC BY-SA 3.0 text", True),
     "trecqa_rerank": ("trecqa_rerank/trecqa.jsonl", "rerank", "TREC QA questions public domain (per repo); AQUAINT sentences", True),
+    "synth_qa": ("", "answerability", "made here from FEVER (CC BY-SA 3.0) + ConjNLI (MIT) Wikipedia premises", True),
     "anli": ("anli/anli_dev_r1_r3.jsonl", "nli", "CC BY-NC 4.0 (non-commercial)", False),
     "sick": ("sick/sick_all.jsonl", "nli", "CC BY-NC-SA 3.0 (non-commercial)", False),
     "control": ("control/control_dev_test.jsonl", "nli", "CC BY-NC-SA 4.0 (non-commercial)", False),
@@ -90,7 +92,14 @@ def answer_examples(total: int, rng: random.Random) -> list[Example]:
     return [Example(p, q, 1, (y,), "trecqa_rerank") for p, q, y in chosen]
 
 
-def shipped_mix(nli_pairs: int, answer_pairs: int, seed: int, mix: dict[str, float] | None = None) -> list[Example]:
+def synth_qa_examples(total: int, seed: int) -> list[Example]:
+    """SQuAD-2-style answerability pairs made from licence-clean Wikipedia sentences (synth_qa.py)."""
+    return [Example(p.context, p.question, 1, (p.answerable,), "synth_qa") for p in synth_qa.make_pairs(TRAIN, total, seed)]
+
+
+def shipped_mix(
+    nli_pairs: int, answer_pairs: int, seed: int, mix: dict[str, float] | None = None, synth_qa_pairs: int = 0
+) -> list[Example]:
     rng = random.Random(seed)
     mix = mix or DEFAULT_MIX
     examples: list[Example] = []
@@ -98,6 +107,8 @@ def shipped_mix(nli_pairs: int, answer_pairs: int, seed: int, mix: dict[str, flo
         pool = nli_examples(name)
         examples += rng.sample(pool, min(len(pool), round(nli_pairs * share)))
     examples += answer_examples(answer_pairs, rng)
+    if synth_qa_pairs:
+        examples += synth_qa_examples(synth_qa_pairs, seed)
     return examples
 
 

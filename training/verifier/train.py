@@ -222,7 +222,11 @@ def build_examples(args: argparse.Namespace) -> tuple[list[D.Example], list[D.Cl
         examples = D.dev_claim_examples(claims)
     else:
         # A fresh seeded sample per epoch: capped sets (SNLI, ConjNLI) show other pairs each time.
-        examples = [e for epoch in range(args.epochs) for e in D.shipped_mix(args.nli_pairs, args.answer_pairs, args.seed + epoch)]
+        examples = [
+            e
+            for epoch in range(args.epochs)
+            for e in D.shipped_mix(args.nli_pairs, args.answer_pairs, args.seed + epoch, synth_qa_pairs=args.synth_qa_pairs)
+        ]
     return examples, claims
 
 
@@ -468,6 +472,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--init", type=Path, help="stage-1 run directory or checkpoint to start from")
     p.add_argument("--nli-pairs", type=int, default=60000, help="NLI budget split by data.DEFAULT_MIX, each set capped at its size")
     p.add_argument("--answer-pairs", type=int, default=8000)
+    p.add_argument(
+        "--synth-qa-pairs",
+        type=int,
+        default=0,
+        help="SQuAD-2-style answerability pairs made from licence-clean Wikipedia sentences, per epoch",
+    )
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--max-length", type=int, default=128)
     p.add_argument("--batch-size", type=int, default=16)

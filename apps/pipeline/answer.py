@@ -19,7 +19,7 @@ import numpy as np
 
 from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
 from apps.pipeline.embedding import unpack_vectors
-from apps.pipeline.gate import REFUSAL, GateDecision, confidence_gate
+from apps.pipeline.gate import REFUSAL, GateDecision, confidence_gate, unmatched_terms
 from apps.pipeline.generation import cite_sentences
 from apps.pipeline.llm_judge import LLMJudge
 from apps.pipeline.prompting import parse_rewrite, rewrite_messages
@@ -284,6 +284,7 @@ def _gate(question, pool, reranked, corrective: dict, settings: AnswerSettings, 
         threshold=settings.gate_threshold,
         enabled=enabled,
         answerability=_answerability(question, pool, tools.local_judge, clock) if enabled else None,
+        unmatched=_unmatched(question, pool) if enabled and pool else (),
         empty_reason=_empty_reason(reranked, corrective),
     )
     clock.mark("gate", "done" if gate.enabled else "skipped", gate.reason)
@@ -298,12 +299,22 @@ def _answerability(question: str, pool: list[Scored], judge, clock: StageClock) 
     if not pool:
         return None
     with clock.timed("answerability"):
-        best = max(pool, key=lambda s: s.score)
+        best = _best(pool)
         text = best.candidate.text
         start = text.find(best.best_sentence) if best.best_sentence else -1
         span = (start, start + len(best.best_sentence)) if start >= 0 else (0, len(text))
         probability = judge.answerability(question, text, *span)
     return round(probability, 6)
+
+
+def _unmatched(question: str, pool: list[Scored]) -> tuple[str, ...]:
+    best = _best(pool)
+    return unmatched_terms(question, best.candidate.text, [s.candidate.text for s in pool if s is not best])
+
+
+def _best(pool: list[Scored]) -> Scored:
+    """The passage the gate reads: the reranker's best."""
+    return max(pool, key=lambda s: s.score)
 
 
 def _empty_reason(reranked: list[Scored], corrective: dict) -> str:

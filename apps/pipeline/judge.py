@@ -351,12 +351,12 @@ def _normal_number(raw: str) -> str:
     return f"{whole}.{fraction}" if fraction else whole
 
 
-def numbers_in(text: str) -> list[str]:
-    """The quantities a text states, normalised ("32,441" → "32441", "0.50" → "0.5", "two" → "2");
-    digits inside names (IL-6, COVID-19, p53) are no quantities."""
+def numbers_in(text: str, *, spelled: bool = True) -> list[str]:
+    """The quantities a text states, normalised ("32,441" → "32441", "0.50" → "0.5", "two" → "2",
+    unless not `spelled`); digits inside names (IL-6, COVID-19, p53) are no quantities."""
     folded = fold(text)
     found = [_normal_number(m.group()) for m in _NUMBER.finditer(folded)]
-    return found + [_NUMBER_WORDS[w] for w in words(folded) if w in _NUMBER_WORDS]
+    return found + [_NUMBER_WORDS[w] for w in words(folded) if w in _NUMBER_WORDS] if spelled else found
 
 
 def quantities_in(text: str) -> list[tuple[str, str]]:
@@ -390,16 +390,28 @@ def polarity_words(text: str) -> Counter:
     return Counter(w for w in words(text) if is_negation(w) or direction(w) or w in ANTONYMS)
 
 
-def _entities(claim: str) -> list[str]:
+def entities_in(claim: str) -> list[str]:
     """Names in the claim: words with inner capitals or digits (IL-6, BRCA1, SARS-CoV-2), Greek
     letters, or capitalised words after the first."""
-    found = []
-    for index, token in enumerate(_WORD.findall(unicodedata.normalize("NFKC", claim))):
+    return [token for name in names_in(claim) for token in name]
+
+
+def names_in(text: str) -> list[tuple[str, ...]]:
+    """The words of `entities_in`, those next to each other kept together ("Alan Turing")."""
+    names: list[list[str]] = []
+    adjacent = False
+    for index, token in enumerate(_WORD.findall(unicodedata.normalize("NFKC", text))):
         inner = any(c.isupper() for c in token[1:]) or (any(c.isdigit() for c in token) and any(c.isalpha() for c in token))
         greek = any("\u0370" <= c <= "\u03ff" for c in token)
         if inner or greek or (index > 0 and token[:1].isupper()):
-            found.append(token)
-    return found
+            if adjacent:
+                names[-1].append(token)
+            else:
+                names.append([token])
+            adjacent = True
+        else:
+            adjacent = False
+    return [tuple(name) for name in names]
 
 
 def _squash(text: str) -> str:
@@ -541,7 +553,7 @@ def _swap(claim: str, c_tokens: list[str], q_tokens: list[str]) -> float:
     """Names on the other side of the shared relation word than in the quote: "A inhibits B"
     against "B inhibits A". Positive when more names changed sides than kept them."""
     quote_stems = {stem(t) for t in q_tokens}
-    names = {stem(w) for e in _entities(claim) for w in words(e) if _content(w)} & quote_stems
+    names = {stem(w) for e in entities_in(claim) for w in words(e) if _content(w)} & quote_stems
     if len(names) < 2:
         names = {stem(t) for t in c_tokens if _content(t)} & quote_stems
     anchor = _anchor(c_tokens, quote_stems, names)
@@ -643,7 +655,7 @@ def lexical_features(claim: str, passage: str, quote_start: int, quote_end: int)
     opposite = _opposite(c_tokens, w_tokens)
 
     squashed_window = _squash(passage)
-    missing_entities = tuple(e for e in _entities(claim) if _squash(e) not in squashed_window)
+    missing_entities = tuple(e for e in entities_in(claim) if _squash(e) not in squashed_window)
     swap = _swap(claim, c_tokens, q_tokens)
     edit_ratio, moved, replaced, renumbered = _edits(c_tokens, q_tokens)
     swap_pair = edit_ratio >= 0.6 and moved > 0  # a near copy of the quote with words put in other places

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from apps.audits.models import AuditRecord
 from apps.documents import services
-from apps.pipeline.gate import REFUSAL, confidence_gate
+from apps.pipeline.gate import REFUSAL, confidence_gate, unmatched_terms
 from apps.queries.models import QueryRun
 from apps.queries.services import query_answer
 
@@ -132,3 +132,56 @@ def test_naive_mode_does_not_judge_answerability(personas, bakery):
     )
     assert run.gate["answerability"] is None
     assert run.insufficient is False
+
+
+@pytest.mark.parametrize(
+    ("question", "passage", "unmatched"),
+    [
+        # a year, a name and a negation the passage does not have
+        ("Who besieged Bari in 1071?", "Robert Guiscard took Bari in 1068 after a long siege.", ("1071",)),
+        ("Who led Isaac's troops to Cyprus?", "Richard the Lionheart reached Cyprus with his fleet.", ("Isaac's",)),
+        ("What is not decidable?", "The halting problem is undecidable in general.", ("not",)),
+        # inflection, accents, a misspelt letter, a surname for a full name, an acronym spelt out
+        ("What part of France were the Normans located in?", "The Norman settlers held the north of France.", ()),
+        ("When did Herve serve as a general?", "Hervé served as a Byzantine general in the 1050s.", ()),
+        ("When was Hartmanis's paper received?", "The paper of Hatmanis and Stearns was well received.", ()),
+        ("What device is attributed to Alan Turing?", "The Turing machine was described in 1936.", ()),
+        ("How many days of PTO do staff get?", "Staff get 25 days of paid time off a year.", ()),
+        # spelled quantities ask for a count and name no number; one-letter variables are no names
+        ("What are two examples of a reduction?", "Karp reductions and Cook reductions are common.", ()),
+        ("What links problem X and problem C?", "A reduction links problem X to problem Y.", ()),
+        ("Which drugs were not approved?", "Two drugs were never approved by the agency.", ()),
+    ],
+)
+def test_unmatched_terms(question, passage, unmatched):
+    assert unmatched_terms(question, passage) == unmatched
+
+
+def test_names_and_numbers_may_be_in_any_passage_and_a_negation_must_be_in_the_best():
+    best, other = "The Texas row gives 146,982 checks.", "Totals are not adjusted for permits in Ohio."
+    assert unmatched_terms("How many checks were run in Ohio in 2015?", best, [other]) == ("2015",)
+    assert unmatched_terms("Which totals are not adjusted?", best, [other]) == ("not",)
+    assert unmatched_terms("Which totals are not adjusted?", other, [best]) == ()
+
+
+def test_the_gate_refuses_what_the_best_passage_does_not_mention_whatever_the_scores():
+    refused = confidence_gate([0.9], threshold=0.26, enabled=True, answerability=0.8, unmatched=("1071",))
+    assert not refused.passed
+    assert refused.top_score == 0.0
+    assert refused.unmatched == ("1071",)
+    assert refused.reason == "the passages do not mention the question's '1071' (relevance 0.900, answerability 0.800)"
+    assert confidence_gate([0.9], threshold=0.26, enabled=False, unmatched=("1071",)).passed  # naive mode has no gate
+
+
+def test_verified_mode_refuses_a_question_naming_a_year_the_documents_do_not_mention(personas, bakery):
+    question = "When did the Rye Street bakery open in 1987?"
+    run = query_answer(workspace=personas.workspace_a, actor=personas.member, question=question)
+    assert run.insufficient
+    assert run.provider == "gate"
+    run.refresh_from_db()
+    assert run.gate["unmatched"] == ["1987"]
+    payload = AuditRecord.objects.get(query_run_id=run.pk).payload
+    assert payload["gate"]["reason"].startswith("the passages do not mention the question's '1987'")
+    assert "generate" not in payload["timings_ms"]
+    naive = query_answer(workspace=personas.workspace_a, actor=personas.member, question=question, mode="naive")
+    assert not naive.insufficient

@@ -29,7 +29,7 @@ def test_an_admin_patches_settings_with_the_pages_validation_and_the_change_is_a
     assert response.json()["gate_threshold"] == 0.62
     assert WorkspaceSettings.objects.get(workspace=personas.workspace_a).gate_threshold == 0.62
     event = AuditEvent.objects.get(workspace=personas.workspace_a, action="settings.update")
-    assert event.data["changes"]["gate_threshold"] == {"from": 0.26, "to": 0.62}
+    assert event.data["changes"]["gate_threshold"] == {"from": 0.25, "to": 0.62}
 
     refused = admin.patch(url, {"crag_lower": 0.9}, format="json")
     assert refused.status_code == 400

@@ -62,7 +62,7 @@ def test_an_answers_record_holds_the_whole_trace_and_is_filterable_by_what_the_p
     saved = AuditRecord.objects.get(query_run_id=run.pk)
     payload = saved.payload
     assert payload["asked_by"] == {"user": "mia", "label": "mia"}
-    assert payload["settings"]["gate_threshold"] == 0.26
+    assert payload["settings"]["gate_threshold"] == 0.25
     assert payload["settings"]["chunk_size"] == 800
     assert "threshold_override" in payload["settings"]
     assert payload["stages"]["retrieve"]["candidates"][0].keys() >= {"dense_rank", "dense_score", "keyword_rank", "keyword_score"}

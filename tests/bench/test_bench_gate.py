@@ -102,7 +102,7 @@ def test_bench_gate_runs_squad_questions_in_their_own_workspaces(tmp_path):
     call_command("bench_gate", squad=str(path), off_topic=1, stdout=out, stderr=StringIO())
     result = json.loads(out.getvalue().strip().splitlines()[-1])
     assert (result["n_answerable"], result["n_in_domain"], result["n_off_topic"]) == (2, 1, 2)
-    assert result["threshold"] == 0.26
+    assert result["threshold"] == 0.25
     assert result["verified"]["answer_rate"] == 1.0
     assert result["verified"]["correct_rate"] == 1.0
     assert result["verified"]["off_topic"]["refusal_rate"] == 1.0

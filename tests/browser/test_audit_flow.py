@@ -145,6 +145,6 @@ def test_owner_fixes_a_refused_setting_and_finds_the_change_in_the_history(perso
     expect(page.locator(".messages")).to_contain_text("Settings saved.")
     history = page.locator("table.history tbody tr").first
     expect(history).to_contain_text("crag lower: 0.35 → 0.4")
-    expect(history).to_contain_text("gate threshold: 0.26 → 0.6")
+    expect(history).to_contain_text("gate threshold: 0.25 → 0.6")
     expect(history).to_contain_text("olivia")
     screenshot(page, request)

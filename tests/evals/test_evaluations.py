@@ -189,7 +189,7 @@ def test_evaluate_prints_exact_metrics_and_its_sweep_matches_real_runs_at_other_
     out = StringIO()
     call_command("evaluate", workspace="acme", set_path=tiny, stdout=out, stderr=StringIO())
     result = json.loads(out.getvalue().strip().splitlines()[-1])
-    assert (result["n"], result["n_answerable"], result["n_unanswerable"], result["threshold"]) == (5, 3, 2, 0.26)
+    assert (result["n"], result["n_answerable"], result["n_unanswerable"], result["threshold"]) == (5, 3, 2, 0.25)
     assert result["verified"] | {"risk": None} == {
         "answer_rate": 1.0,
         "correct_rate": round(2 / 3, 4),  # the third cites the wrong document
@@ -307,7 +307,7 @@ def test_the_api_uploads_lists_shows_runs_and_deletes_sets(personas):
     started = api.post(reverse("api_eval_runs", args=[ws, body["id"]]))
     assert started.status_code == 202
     run = started.json()
-    assert (run["status"], run["progress_total"], run["gate_threshold"]) == ("queued", 5, 0.26)
+    assert (run["status"], run["progress_total"], run["gate_threshold"]) == ("queued", 5, 0.25)
     assert api.get(run["url"]).json()["report"] is None, "no report before the run settles"
     assert api.get(reverse("api_eval_runs", args=[ws, body["id"]])).json()["count"] == 1
     assert api.delete(reverse("api_eval_set", args=[ws, body["id"]])).status_code == 204

@@ -167,7 +167,7 @@ def test_the_audit_detail_walks_the_trace_stage_by_stage(personas, answered):
     assert f"confidence <strong>{answered.confidence:.0%}</strong>" in page
     assert saved.hash in page
     assert "✓ verified" in page
-    assert "<code>gate_threshold</code></th><td>0.26</td>" in page
+    assert "<code>gate_threshold</code></th><td>0.25</td>" in page
 
 
 def test_the_audit_detail_of_an_altered_record_says_it_does_not_verify(personas, answered):
@@ -187,5 +187,5 @@ def test_admin_events_list_uploads_settings_changes_and_exports(personas, lighth
     assert AuditEvent.objects.get(action="document.upload").data["filename"] == "skerryvore.txt"
     page = html.unescape(personas.client("viewer").get(reverse("audit_events", args=["acme"])).content.decode())
     assert page.index("audit.export") < page.index("settings.update") < page.index("document.upload"), "newest first"
-    assert "gate threshold: 0.26 → 0.6" in page
+    assert "gate threshold: 0.25 → 0.6" in page
     assert "filename: skerryvore.txt" in page

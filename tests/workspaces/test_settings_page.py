@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import importlib
 
 import pytest
 from django.core.exceptions import PermissionDenied
@@ -44,13 +45,13 @@ def test_owner_and_admin_change_settings_and_the_history_shows_from_and_to(perso
     event = AuditEvent.objects.get(workspace=personas.workspace_a, action="settings.update")
     assert event.actor == getattr(personas, who).user
     assert event.data["changes"] == {
-        "gate_threshold": {"from": 0.26, "to": 0.6},
+        "gate_threshold": {"from": 0.25, "to": 0.6},
         "crag_upper": {"from": 0.55, "to": 0.7},
         "web_search_enabled": {"from": False, "to": True},
     }
     page = page_text(client.get(url()))
     assert "Settings saved." in page
-    assert "gate threshold: 0.26 → 0.6" in page
+    assert "gate threshold: 0.25 → 0.6" in page
     assert "crag upper: 0.55 → 0.7" in page
     assert "web search enabled: off → on" in page
     assert f"<td>{getattr(personas, who).user.username}</td>" in page
@@ -119,10 +120,10 @@ def test_members_and_viewers_see_the_settings_read_only_and_cannot_change_them(p
         client = personas.client(who)
         page = page_text(client.get(url()))
         assert "Only owners and admins change these settings; you see them read-only." in page
-        assert 'name="gate_threshold" value="0.26" step="any" required disabled' in page
+        assert 'name="gate_threshold" value="0.25" step="any" required disabled' in page
         assert "Save settings" not in page
         assert post(client, personas, gate_threshold=0.9).status_code == 403
-    assert current(personas)["gate_threshold"] == 0.26
+    assert current(personas)["gate_threshold"] == 0.25
 
 
 def test_changing_the_chunking_asks_for_a_reindex_until_documents_are_reindexed(personas):
@@ -176,3 +177,16 @@ def test_the_ocr_language_is_changed_through_the_api_and_audited(personas):
     assert changed.json()["ocr_language"] == "eng+eng"
     event = AuditEvent.objects.get(workspace=personas.workspace_a, action="settings.update")
     assert event.data["changes"] == {"ocr_language": {"from": "eng", "to": "eng+eng"}}
+
+
+def test_the_gate_threshold_migration_moves_workspaces_at_the_old_default_and_keeps_a_chosen_one(personas):
+    from django.apps import apps
+
+    migration = importlib.import_module("apps.workspaces.migrations.0008_gate_threshold_names")
+    WorkspaceSettings.objects.filter(workspace=personas.workspace_a).update(gate_threshold=migration.OLD_DEFAULT)
+    WorkspaceSettings.objects.filter(workspace=personas.workspace_b).update(gate_threshold=0.4)
+    migration.move_default(apps, None)
+    assert WorkspaceSettings.objects.get(workspace=personas.workspace_a).gate_threshold == migration.NEW_DEFAULT == 0.25
+    assert WorkspaceSettings.objects.get(workspace=personas.workspace_b).gate_threshold == 0.4
+    migration.move_back(apps, None)
+    assert WorkspaceSettings.objects.get(workspace=personas.workspace_a).gate_threshold == 0.26

@@ -19,9 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rapidfuzz import fuzz
-
-from apps.pipeline.judge import fold, is_negation, names_in, numbers_in, words
+from apps.pipeline.judge import is_negation, words
+from apps.pipeline.mentions import unmentioned
 
 REFUSAL = "I do not have sufficient information in the documents to answer this."
 
@@ -38,67 +37,16 @@ class GateDecision:
     unmatched: tuple[str, ...] = ()  # what the question names or asks that the passages do not mention
 
 
-# A name matches a passage word of the same stem, or one a letter or two away once both are this
-# long (Hartmanis / "Hatmanis", Hervé / "Herve"); numbers match exactly.
-_FUZZY_MIN_CHARS = 5
-_FUZZY_RATIO = 85.0
-
-
 def unmatched_terms(question: str, best: str, others: Sequence[str] = ()) -> tuple[str, ...]:
-    """What the question names or asks that the passages do not mention: its names (capitalised
-    words after the first, words with inner capitals or digits) and its numbers in digits ("What
-    are two examples" asks for two, and names no number) that neither the best passage nor any
-    other mentions, and its negation when the best passage, whose sentence the gate reads, negates
-    nothing (what is not so can only be read where something is said not to be)."""
-    text = " ".join([best, *others])
-    numbers = set(numbers_in(text))
-    passage_words = words(text)
-    vocabulary = set(passage_words)
-    missing = [n for n in dict.fromkeys(numbers_in(question, spelled=False)) if n not in numbers]
-    for name in dict.fromkeys(names_in(question)):
-        # a full name is mentioned by its last word ("Alan Turing" by "Turing")
-        if not _name_mentioned(name[-1], vocabulary, passage_words):
-            missing.append(" ".join(name))
+    """What the question names or asks that the passages do not mention: its names and numbers
+    that neither the best passage nor any other mentions (`unmentioned`), and its negation when
+    the best passage, whose sentence the gate reads, negates nothing (what is not so can only be
+    read where something is said not to be)."""
+    missing = unmentioned(question, [best, *others])
     negation = next((w for w in words(question) if is_negation(w)), None)
     if negation and not any(is_negation(w) for w in words(best)):
         missing.append(negation)
     return tuple(missing)
-
-
-def _name_mentioned(token: str, vocabulary: set[str], passage_words: list[str]) -> bool:
-    if _is_acronym(token) and _spelled_out(token, passage_words):
-        return True
-    parts = [part for part in words(token) if not part.isdigit() and len(part) > 1]  # not "problem C"
-    return all(_mentioned(part, vocabulary) for part in parts)
-
-
-def _mentioned(word: str, vocabulary: set[str]) -> bool:
-    if word in vocabulary:
-        return True
-    root, roots = _root(word), {_root(known) for known in vocabulary}
-    if root in roots:
-        return True
-    return len(root) >= _FUZZY_MIN_CHARS and any(
-        len(known) >= _FUZZY_MIN_CHARS and fuzz.ratio(root, known) >= _FUZZY_RATIO for known in roots
-    )
-
-
-def _is_acronym(name: str) -> bool:
-    return 2 <= len(name) <= 6 and name.isalpha() and name.isupper()
-
-
-def _spelled_out(acronym: str, passage_words: list[str]) -> bool:
-    """Whether consecutive words of the passage begin with the acronym's letters ("PTO" in
-    "paid time off")."""
-    return acronym.lower() in "".join(w[0] for w in passage_words)
-
-
-def _root(word: str) -> str:
-    """The word without a possessive or plural ending: "Normans", "Norman's" → "norman"."""
-    word = fold(word).removesuffix("'s")
-    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def gate_score(relevance: float | None, answerability: float | None) -> float | None:

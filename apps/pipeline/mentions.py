@@ -1,0 +1,69 @@
+"""Whether passages mention what a text names: its names and numbers, looked up with the
+allowances a reader makes (inflection, accents, a misspelt letter, a surname for a full name, an
+acronym spelt out). The confidence gate asks it of the question, stage 2 of verification of a
+claim against its quote."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rapidfuzz import fuzz
+
+from apps.pipeline.judge import fold, names_in, numbers_in, words
+
+# A name matches a passage word of the same stem, or one a letter or two away once both are this
+# long (Hartmanis / "Hatmanis", Hervé / "Herve"); numbers match exactly.
+_FUZZY_MIN_CHARS = 5
+_FUZZY_RATIO = 85.0
+
+
+def unmentioned(text: str, passages: Sequence[str]) -> list[str]:
+    """The names (capitalised words after the first, words with inner capitals or digits) and
+    the numbers in digits of `text` that none of the passages mentions ("What are two examples"
+    asks for two, and names no number; a passage may give a number in words)."""
+    joined = " ".join(passages)
+    numbers = set(numbers_in(joined))
+    passage_words = words(joined)
+    vocabulary = set(passage_words)
+    missing = [n for n in dict.fromkeys(numbers_in(text, spelled=False)) if n not in numbers]
+    for name in dict.fromkeys(names_in(text)):
+        # a full name is mentioned by its last word ("Alan Turing" by "Turing")
+        if not _name_mentioned(name[-1], vocabulary, passage_words):
+            missing.append(" ".join(name))
+    return missing
+
+
+def _name_mentioned(token: str, vocabulary: set[str], passage_words: list[str]) -> bool:
+    if _is_acronym(token) and _spelled_out(token, passage_words):
+        return True
+    parts = [part for part in words(token) if not part.isdigit() and len(part) > 1]  # not "problem C"
+    return all(_mentioned(part, vocabulary) for part in parts)
+
+
+def _mentioned(word: str, vocabulary: set[str]) -> bool:
+    if word in vocabulary:
+        return True
+    root, roots = _root(word), {_root(known) for known in vocabulary}
+    if root in roots:
+        return True
+    return len(root) >= _FUZZY_MIN_CHARS and any(
+        len(known) >= _FUZZY_MIN_CHARS and fuzz.ratio(root, known) >= _FUZZY_RATIO for known in roots
+    )
+
+
+def _is_acronym(name: str) -> bool:
+    return 2 <= len(name) <= 6 and name.isalpha() and name.isupper()
+
+
+def _spelled_out(acronym: str, passage_words: list[str]) -> bool:
+    """Whether consecutive words of the passage begin with the acronym's letters ("PTO" in
+    "paid time off")."""
+    return acronym.lower() in "".join(w[0] for w in passage_words)
+
+
+def _root(word: str) -> str:
+    """The word without a possessive or plural ending: "Normans", "Norman's" → "norman"."""
+    word = fold(word).removesuffix("'s")
+    if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":
+        return word[:-2]
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word

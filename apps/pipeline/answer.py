@@ -29,7 +29,7 @@ from apps.pipeline.retrieval import RetrievalParams
 from apps.pipeline.text import first_table_header, unit_reads
 from apps.pipeline.trust import REFUSED, Trust, TrustWeights, source_agreement, trust_score
 from apps.pipeline.types import Answer, Candidate, VerifiedClaim
-from apps.pipeline.verification import verify_answer
+from apps.pipeline.verification import passage_window, verify_answer
 from apps.pipeline.websearch import WebSearchError, as_candidates
 
 VERIFIED, NAIVE = "verified", "naive"
@@ -299,22 +299,30 @@ def _answerability(question: str, pool: list[Scored], judge, clock: StageClock) 
     if not pool:
         return None
     with clock.timed("answerability"):
-        best = _best(pool)
-        text = best.candidate.text
-        start = text.find(best.best_sentence) if best.best_sentence else -1
-        span = (start, start + len(best.best_sentence)) if start >= 0 else (0, len(text))
-        probability = judge.answerability(question, text, *span)
+        text, start, end = _best_sentence(_best(pool))
+        probability = judge.answerability(question, text, start, end)
     return round(probability, 6)
 
 
 def _unmatched(question: str, pool: list[Scored]) -> tuple[str, ...]:
     best = _best(pool)
-    return unmatched_terms(question, best.candidate.text, [s.candidate.text for s in pool if s is not best])
+    text, start, end = _best_sentence(best)
+    near_start, near_end = passage_window(text, start, end, context=1)
+    others = [s.candidate.text for s in pool if s is not best]
+    return unmatched_terms(question, text, others, near=text[near_start:near_end])
 
 
 def _best(pool: list[Scored]) -> Scored:
     """The passage the gate reads: the reranker's best."""
     return max(pool, key=lambda s: s.score)
+
+
+def _best_sentence(best: Scored) -> tuple[str, int, int]:
+    """The passage's text and the span of its sentence the reranker found closest to the
+    question (all of it when that sentence is unknown)."""
+    text = best.candidate.text
+    start = text.find(best.best_sentence) if best.best_sentence else -1
+    return (text, start, start + len(best.best_sentence)) if start >= 0 else (text, 0, len(text))
 
 
 def _empty_reason(reranked: list[Scored], corrective: dict) -> str:

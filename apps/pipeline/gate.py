@@ -11,8 +11,10 @@ score is the weaker of the two, so one threshold covers both kinds of unanswerab
 Before any score, the gate asks whether the passages mention what the question names: a name
 or a number of the question that no passage left after correction mentions (allowing for
 inflection, accents and a misspelt letter), or a negated question where the best passage negates
-nothing, means no passage can answer it, whatever the scores say. SQuAD 2.0 writes many of its
-unanswerable questions so, with a year or a name moved or a "not" put in."""
+nothing, or a word of the question whose opposite the best passage uses in its place ("soft" where
+it says "hard"), means no passage can answer it, whatever the scores say. SQuAD 2.0 writes many of
+its unanswerable questions so, with a year or a name moved, a "not" put in or a word turned into
+its antonym."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 
 from apps.pipeline.judge import is_negation, words
 from apps.pipeline.mentions import unmentioned
+from apps.pipeline.opposites import opposed
 
 REFUSAL = "I do not have sufficient information in the documents to answer this."
 
@@ -37,16 +40,21 @@ class GateDecision:
     unmatched: tuple[str, ...] = ()  # what the question names or asks that the passages do not mention
 
 
-def unmatched_terms(question: str, best: str, others: Sequence[str] = ()) -> tuple[str, ...]:
+def unmatched_terms(question: str, best: str, others: Sequence[str] = (), *, near: str | None = None) -> tuple[str, ...]:
     """What the question names or asks that the passages do not mention: its names and numbers
-    that neither the best passage nor any other mentions (`unmentioned`), and its negation when
-    the best passage, whose sentence the gate reads, negates nothing (what is not so can only be
-    read where something is said not to be)."""
+    that neither the best passage nor any other mentions (`unmentioned`); its negation when the
+    best passage, whose sentence the gate reads, negates nothing (what is not so can only be read
+    where something is said not to be); and its words the best passage does not use while the
+    sentences `near` the one the gate reads (all of the best passage by default) use their
+    opposite ("soft" where they say "hard", the "second" level where they say the "first")."""
     missing = unmentioned(question, [best, *others])
-    negation = next((w for w in words(question) if is_negation(w)), None)
-    if negation and not any(is_negation(w) for w in words(best)):
+    asked, passage = words(question), words(best)
+    negation = next((w for w in asked if is_negation(w)), None)
+    if negation and not any(is_negation(w) for w in passage):
         missing.append(negation)
-    return tuple(missing)
+    used = set(passage)
+    missing.extend(word for word, _ in opposed(asked, words(best if near is None else near)) if word not in used)
+    return tuple(dict.fromkeys(missing))
 
 
 def gate_score(relevance: float | None, answerability: float | None) -> float | None:

@@ -397,20 +397,25 @@ def entities_in(claim: str) -> list[str]:
 
 
 def names_in(text: str) -> list[tuple[str, ...]]:
-    """The words of `entities_in`, those next to each other kept together ("Alan Turing")."""
+    """The words of `entities_in`, those next to each other kept together ("Alan Turing"); a
+    comma or other mark between two ends a name ("RP, BPP" are two)."""
     names: list[list[str]] = []
     adjacent = False
-    for index, token in enumerate(_WORD.findall(unicodedata.normalize("NFKC", text))):
+    text = unicodedata.normalize("NFKC", text)
+    previous_end = 0
+    for index, match in enumerate(_WORD.finditer(text)):
+        token = match.group()
         inner = any(c.isupper() for c in token[1:]) or (any(c.isdigit() for c in token) and any(c.isalpha() for c in token))
         greek = any("\u0370" <= c <= "\u03ff" for c in token)
         if inner or greek or (index > 0 and token[:1].isupper()):
-            if adjacent:
+            if adjacent and not text[previous_end : match.start()].strip():
                 names[-1].append(token)
             else:
                 names.append([token])
             adjacent = True
         else:
             adjacent = False
+        previous_end = match.end()
     return [tuple(name) for name in names]
 
 

@@ -5,16 +5,19 @@ claim against its quote."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from itertools import pairwise
 
 from rapidfuzz import fuzz
 
-from apps.pipeline.judge import fold, names_in, numbers_in, words
+from apps.pipeline.judge import STOP, fold, names_in, numbers_in, words
 
 # A name matches a passage word of the same stem, or one a letter or two away once both are this
 # long (Hartmanis / "Hatmanis", Hervé / "Herve"); numbers match exactly.
 _FUZZY_MIN_CHARS = 5
 _FUZZY_RATIO = 85.0
+_ROMAN = re.compile(r"(?=[IVX]{2,})X{0,3}(?:IX|IV|V?I{0,3})")  # II to XXXIX: "I" and "V" alone are words too often
 
 
 def unmentioned(text: str, passages: Sequence[str]) -> list[str]:
@@ -25,15 +28,48 @@ def unmentioned(text: str, passages: Sequence[str]) -> list[str]:
     numbers = set(numbers_in(joined))
     passage_words = words(joined)
     vocabulary = set(passage_words)
+    passage_names = names_in(joined)
     missing = [n for n in dict.fromkeys(numbers_in(text, spelled=False)) if n not in numbers]
     for name in dict.fromkeys(names_in(text)):
-        # a full name is mentioned by its last word ("Alan Turing" by "Turing")
-        if not _name_mentioned(name[-1], vocabulary, passage_words):
+        if not _name_mentioned(name, vocabulary, passage_words, passage_names):
             missing.append(" ".join(name))
     return missing
 
 
-def _name_mentioned(token: str, vocabulary: set[str], passage_words: list[str]) -> bool:
+def _name_mentioned(name: tuple[str, ...], vocabulary: set[str], passage_words: list[str], passage_names) -> bool:
+    """A name is mentioned when each of its words is, or by its last word alone ("Alan Turing"
+    by "Turing") unless a passage gives that word another name ("Millennium Prize Problems" for
+    "Alpha Prize Problems"). A regnal number goes with its name: "Henry II" is not "Henry III"
+    however many a passage's "II"s."""
+    if len(name) > 1 and _ROMAN.fullmatch(name[-1]):
+        return _adjacent(name[-2:], passage_words)
+    mentioned = [_word_mentioned(token, vocabulary, passage_words) for token in name]
+    if all(mentioned):
+        return True
+    if not mentioned[-1]:
+        return False
+    return not any(_renamed(name, other) for other in passage_names)
+
+
+def _adjacent(pair: tuple[str, ...], passage_words: list[str]) -> bool:
+    first, number = _root(pair[0]), fold(pair[1])
+    return any(_root(a) == first and b == number for a, b in pairwise(passage_words))
+
+
+def _renamed(name: tuple[str, ...], other: tuple[str, ...]) -> bool:
+    """Whether the passage's name `other` ends where `name` ends but begins with a word of its
+    own: "Millennium Prize Problems" against "Alpha Prize Problems"."""
+    last = _root(name[-1])
+    ours = {_root(token) for token in name}
+    for index, token in enumerate(other):
+        if _root(token) == last:
+            before = [_root(t) for t in other[:index] if fold(t) not in STOP]
+            if any(root not in ours for root in before):
+                return True
+    return False
+
+
+def _word_mentioned(token: str, vocabulary: set[str], passage_words: list[str]) -> bool:
     if _is_acronym(token) and _spelled_out(token, passage_words):
         return True
     parts = [part for part in words(token) if not part.isdigit() and len(part) > 1]  # not "problem C"

@@ -161,7 +161,11 @@ def test_naive_mode_does_not_judge_answerability(personas, bakery):
         ("What is unknown about L and P?", "It is not known whether L equals P.", ()),
         ("Who was Emma's brother?", "Emma, sister of Duke Richard, married Ethelred.", ()),
         # a swapped first word of a name, a regnal number, a list of names
-        ("Who proposed the Alpha Prize Problems?", "The Millennium Prize Problems were proposed by the Clay Institute.", ("Alpha Prize Problems",)),
+        (
+            "Who proposed the Alpha Prize Problems?",
+            "The Millennium Prize Problems were proposed by the Clay Institute.",
+            ("Alpha Prize Problems",),
+        ),
         ("What title did Henry II take?", "Bethencourt was vassal to Henry III of Castile; Richard II ruled.", ("Henry II",)),
         ("What did Richard II found?", "Richard II founded an abbey.", ()),
         ("Where are RPP, BPP and BQP?", "BPP and BQP lie between P and PSPACE.", ("RPP",)),

@@ -100,13 +100,8 @@ def _table() -> dict[str, frozenset[str]]:
 OPPOSITES = _table()
 
 
-def rivals(word: str) -> set[str]:
-    """The words of sense opposite to `word` (lower case): from the table, and the word with a
-    negating prefix put on or taken off ("unknown" / "known")."""
-    return set(OPPOSITES.get(word, ())) | _prefixed(word)
-
-
 def _prefixed(word: str) -> set[str]:
+    """The word with a negating prefix put on or taken off ("unknown" / "known")."""
     found = set()
     for prefix in _NEGATING_PREFIXES:
         if word.startswith(prefix) and len(word) - len(prefix) >= _MIN_STEM:
@@ -128,10 +123,13 @@ def opposed(text_words: Iterable[str], passage_words: Iterable[str]) -> list[tup
     asked = set(text)
     found = []
     for word in text:
-        if word in passage or rivals(word) & asked:
+        if word in passage:
             continue
-        candidates = rivals(word) - (_prefixed(word) if negates else set())
-        rival = sorted(r for r in candidates if r in passage)
+        prefixed = _prefixed(word)
+        every = OPPOSITES.get(word, frozenset()) | prefixed
+        if every & asked:
+            continue
+        rival = sorted((every - prefixed if negates else every) & passage)
         if rival:
             found.append((word, rival[0]))
     return found

@@ -9,7 +9,14 @@ from apps.pipeline.types import ChunkDraft, Span
 
 # A sentence ends at . ! ? (optionally followed by closing quotes/brackets) before
 # whitespace and an upper-case letter, digit or opening quote; or at a blank line.
-_BOUNDARY = re.compile(r"""(?<=[.!?])["')\]]*\s+(?=["'(\[]?[A-Z0-9])|\n\s*\n""")
+_BOUNDARY = re.compile(
+    r"""(?<=[.!?])["')\]]*\s+(?=["'(\[]?[A-Z0-9])|\n\s*\n"""
+    # Two sentences run together with no space between them, as text pasted or extracted from
+    # paragraphs often is ("…founded in 1987.Hot Rod is…", "…"Beowulf".Beowulf is…"): a word
+    # of at least two lower-case letters or digits, its full stop, then a capitalised word.
+    # "U.S.Army", "St.Louis" and "No.5" stay whole.
+    r"""|(?<=[a-z0-9]{2}[.!?])(?=[A-Z][a-z])|(?<=[a-z0-9]["')\]][.!?])(?=[A-Z][a-z])"""
+)
 _ABBREVIATIONS = {"e.g.", "i.e.", "etc.", "vs.", "dr.", "mr.", "mrs.", "ms.", "fig.", "no.", "al.", "approx."}
 
 

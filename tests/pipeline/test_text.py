@@ -25,6 +25,21 @@ def test_sentences_end_at_punctuation_and_blank_lines_but_not_abbreviations():
     ]
 
 
+def test_sentences_run_together_without_a_space_are_read_apart_but_abbreviations_stay_whole():
+    text = (
+        'Cooking Light is a food magazine founded in 1987.Hot Rod is a car magazine. He wrote "Beowulf".Beowulf '
+        "is a film. The U.S.Army camp near St.Louis is No.5 on the list. Use a trowel, e.g.The small one."
+    )
+    assert [text[s.start : s.end] for s in sentence_spans(text)] == [
+        "Cooking Light is a food magazine founded in 1987.",
+        "Hot Rod is a car magazine.",
+        'He wrote "Beowulf".',
+        "Beowulf is a film.",
+        "The U.S.Army camp near St.Louis is No.5 on the list.",
+        "Use a trowel, e.g.The small one.",
+    ]
+
+
 def test_chunks_never_cut_a_sentence_and_their_offsets_point_into_the_text():
     text = " ".join(f"Sentence number {i} talks about topic {i % 7} at some length." for i in range(60))
     sentences = {text[s.start : s.end] for s in sentence_spans(text)}

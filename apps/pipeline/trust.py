@@ -14,9 +14,13 @@ UNSAFE_VERDICTS = {"hallucinated_quote", "contradicts"}
 
 @dataclass(frozen=True)
 class TrustWeights:
-    retrieval: float = 0.4
-    agreement: float = 0.3
-    grounding: float = 0.3
+    # Relevance says the documents cover the question, which the gate has already required; it
+    # cannot tell a right answer from a wrong one to the same question, so the claims' evidence
+    # weighs more (bench_trust AUROC 0.939 at 0.4 / 0.3 / 0.3, 0.953 at 0.2 / 0.4 / 0.4, 0.950-0.953
+    # for a retrieval weight anywhere from 0.1 to 0.3).
+    retrieval: float = 0.2
+    agreement: float = 0.4
+    grounding: float = 0.4
     low_cutoff: float = 0.75
     medium_cutoff: float = 0.5
 

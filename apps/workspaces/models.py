@@ -95,9 +95,9 @@ class WorkspaceSettings(models.Model):
     zhipuai_api_key_encrypted = models.TextField(blank=True, default="")
     # Trust score: weights of retrieval confidence, source agreement and answer grounding,
     # and the confidence at or above which risk is Low, and Medium.
-    trust_weight_retrieval = models.FloatField(default=0.4)
-    trust_weight_agreement = models.FloatField(default=0.3)
-    trust_weight_grounding = models.FloatField(default=0.3)
+    trust_weight_retrieval = models.FloatField(default=0.2)
+    trust_weight_agreement = models.FloatField(default=0.4)
+    trust_weight_grounding = models.FloatField(default=0.4)
     risk_low_cutoff = models.FloatField(default=0.75)
     risk_medium_cutoff = models.FloatField(default=0.5)
     # Tesseract's language code(s) for the PDF pages read by OCR: "eng", "deu", "deu+eng".

@@ -64,7 +64,7 @@ def test_the_trust_panel_shows_risk_confidence_and_the_weighted_components(perso
     page = page_of(personas.client("viewer"), answered)
     assert f"{answered.risk.capitalize()} risk</span>" in page
     assert f'<strong class="confidence">{answered.confidence:.0%}</strong>' in page
-    for name, weight in (("Retrieval", 0.4), ("Source agreement", 0.3), ("Grounding", 0.3)):
+    for name, weight in (("Retrieval", 0.2), ("Source agreement", 0.4), ("Grounding", 0.4)):
         assert f'<dt>{name} <small class="meta">weight {weight}</small></dt>' in page
     assert f"{answered.trust['grounding']:.2f}" in page
     assert "Low risk from 75%, Medium from 50%" in page
@@ -73,7 +73,7 @@ def test_the_trust_panel_shows_risk_confidence_and_the_weighted_components(perso
 def test_the_answer_keeps_the_weights_it_was_scored_with_after_the_settings_change(personas, answered):
     settings_update(workspace=personas.workspace_a, actor=personas.owner, changes={"trust_weight_retrieval": 0.9, "risk_low_cutoff": 0.9})
     page = page_of(personas.client("viewer"), answered)
-    assert '<dt>Retrieval <small class="meta">weight 0.4</small></dt>' in page
+    assert '<dt>Retrieval <small class="meta">weight 0.2</small></dt>' in page
     assert "Low risk from 75%" in page
 
 

@@ -25,7 +25,7 @@ def test_confidence_is_the_weighted_mean_of_the_three_components():
     trust = trust_score(retrieval=0.7, agreement=source_agreement(verified), verified=verified, refused=False, weights=TrustWeights())
     assert trust.agreement == pytest.approx(0.9)
     assert trust.grounding == 1.0
-    assert trust.confidence == pytest.approx(0.4 * 0.7 + 0.3 * 0.9 + 0.3 * 1.0)
+    assert trust.confidence == pytest.approx(0.2 * 0.7 + 0.4 * 0.9 + 0.4 * 1.0)
     assert trust.risk == LOW
 
 
@@ -48,7 +48,7 @@ def test_an_answer_with_a_fabricated_or_contradicted_claim_is_never_low_risk(uns
 
 def test_risk_follows_the_workspace_cut_offs():
     verified = [claim("supports", 0.6)]
-    weights = TrustWeights(low_cutoff=0.9, medium_cutoff=0.7)
+    weights = TrustWeights(low_cutoff=0.9, medium_cutoff=0.8)
     assert trust_score(retrieval=0.5, agreement=0.6, verified=verified, refused=False, weights=weights).risk == HIGH
     assert (
         trust_score(

@@ -190,3 +190,21 @@ def test_the_gate_threshold_migration_moves_workspaces_at_the_old_default_and_ke
     assert WorkspaceSettings.objects.get(workspace=personas.workspace_b).gate_threshold == 0.4
     migration.move_back(apps, None)
     assert WorkspaceSettings.objects.get(workspace=personas.workspace_a).gate_threshold == 0.26
+
+
+def test_the_trust_weights_migration_moves_workspaces_at_the_old_defaults_and_keeps_chosen_ones(personas):
+    from django.apps import apps
+
+    migration = importlib.import_module("apps.workspaces.migrations.0009_trust_weights_evidence")
+    old = dict(zip(migration.FIELDS, (0.4, 0.3, 0.3), strict=True))
+    WorkspaceSettings.objects.filter(workspace=personas.workspace_a).update(**old)
+    WorkspaceSettings.objects.filter(workspace=personas.workspace_b).update(**{**old, "trust_weight_grounding": 0.5})
+
+    def weights(workspace):
+        return WorkspaceSettings.objects.values_list(*migration.FIELDS).get(workspace=workspace)
+
+    migration.move_defaults(apps, None)
+    assert weights(personas.workspace_a) == (0.2, 0.4, 0.4)
+    assert weights(personas.workspace_b) == (0.4, 0.3, 0.5)
+    migration.move_back(apps, None)
+    assert weights(personas.workspace_a) == (0.4, 0.3, 0.3)

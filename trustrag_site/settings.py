@@ -68,6 +68,10 @@ FIELD_ENCRYPTION_KEY = env_str("FIELD_ENCRYPTION_KEY", "")
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
 UPLOAD_MAX_FILES = env_int("UPLOAD_MAX_FILES", 20, minimum=1)
 INGEST_MAX_UNZIPPED_BYTES = env_int("INGEST_MAX_UNZIPPED_BYTES", 200 * 1024 * 1024, minimum=1)
+# Processes that read PDFs' text layers beside the worker's threads (apps.pipeline.parsing.offload):
+# pypdf is pure Python and would hold the interpreter lock against the thread embedding another
+# document; 0 reads them in the worker's own process.
+PARSER_PROCESSES = env_int("PARSER_PROCESSES", 2, minimum=0, maximum=64)
 INGEST_LEASE_S = env_int("INGEST_LEASE_S", 120, minimum=5)
 INGEST_MAX_ATTEMPTS = env_int("INGEST_MAX_ATTEMPTS", 3, minimum=1)
 INGEST_REQUEUE_QUEUED_AFTER_S = env_int("INGEST_REQUEUE_QUEUED_AFTER_S", 600, minimum=5)

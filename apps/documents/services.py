@@ -246,6 +246,7 @@ def _extract(document: Document, options) -> Extracted:
         max_unzipped_bytes=settings.INGEST_MAX_UNZIPPED_BYTES,
         ocr=ocr,
         on_ocr_page=lambda done, total: _progress(document, done, total, unit="pages"),
+        parser_processes=settings.PARSER_PROCESSES,
     )
 
 

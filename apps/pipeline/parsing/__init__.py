@@ -66,16 +66,18 @@ def extract(
     max_unzipped_bytes: int = 200 * 1024 * 1024,
     ocr: OcrOptions | None = None,
     on_ocr_page: Progress | None = None,
+    parser_processes: int = 0,
 ) -> Extracted:
     """The text of a file, by the kind its extension names (its content must agree). `ocr` None
     leaves PDF pages without a text layer unread (and the PDF refused); `on_ocr_page` hears
-    (pages read, pages to read) as OCR goes."""
+    (pages read, pages to read) as OCR goes; `parser_processes` read a PDF's text layer outside
+    this process (parsing.offload), 0 in it."""
     check_supported(filename)
     if not data:
         raise ParseError(f"“{filename}” is empty (0 bytes). Check that you picked the right file and upload it again.")
     kind = _KIND_OF_EXTENSION[PurePath(filename).suffix.lower()]
     if kind == "pdf":
-        return extract_pdf(filename, data, ocr, on_ocr_page)
+        return extract_pdf(filename, data, ocr, on_ocr_page, parser_processes)
     if kind in ("docx", "xlsx", "pptx"):
         reader = {"docx": extract_docx, "xlsx": extract_xlsx, "pptx": extract_pptx}[kind]
         return reader(filename, data, max_unzipped_bytes)

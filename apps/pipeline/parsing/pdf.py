@@ -7,15 +7,17 @@ import io
 from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError
 
-from apps.pipeline.parsing import ocr
+from apps.pipeline.parsing import ocr, offload
 from apps.pipeline.parsing.base import Extracted, Location, ParseError, assemble, normalise
 from apps.pipeline.parsing.kinds import is_pdf, mismatch
 
 
-def extract_pdf(filename: str, data: bytes, options: ocr.OcrOptions | None, on_page: ocr.Progress | None) -> Extracted:
+def extract_pdf(filename: str, data: bytes, options: ocr.OcrOptions | None, on_page: ocr.Progress | None, processes: int = 0) -> Extracted:
+    """The text of every page; `processes` parser processes read the text layer (parsing.offload;
+    0 reads it in this process)."""
     if not is_pdf(data):
         raise mismatch(filename, data, "pdf")
-    texts = _page_texts(filename, _open(filename, data))
+    texts = offload.run(processes, text_layer, filename, data)
     missing = [number for number, text in enumerate(texts, start=1) if not text.strip()]
     if options is None and len(missing) == len(texts):
         raise _no_text_layer(filename, len(missing), len(texts))
@@ -29,6 +31,11 @@ def extract_pdf(filename: str, data: bytes, options: ocr.OcrOptions | None, on_p
         )
     locations = [Location("page", number, ocr=number in read) for number in range(1, len(texts) + 1)]
     return assemble("pdf", texts, locations=locations)
+
+
+def text_layer(filename: str, data: bytes) -> list[str]:
+    """Each page's text as its text layer gives it ("" for a page without one)."""
+    return _page_texts(filename, _open(filename, data))
 
 
 def _open(filename: str, data: bytes) -> PdfReader:

@@ -1,7 +1,7 @@
 """Parsing in processes of its own. pypdf is pure Python: while it reads a PDF's text layer it holds
 the interpreter lock, and the worker thread embedding another document beside it waits for the
 lock between torch calls. In a process of its own it takes a core and nothing else
-(bench_ingest on the shared documents, 2 cores: 16.9-17.5 s end to end against 18.5-19.2 s in the
+(bench_ingest on the shared documents, 2 cores: median 17.5 s end to end against 18.8 s in the
 worker's threads, README).
 
 The pool is made on first use, of `spawn`ed processes (a fork of a worker holding torch's threads

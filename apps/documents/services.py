@@ -22,7 +22,15 @@ from apps.core.text import safe_filename, storable
 from apps.documents.models import Document, DocumentStatus
 from apps.documents.signals import document_text_changed
 from apps.documents.sql import documents_mark_written, unindex_document, unit_vectors_write, vector_index_drop, write_chunks
-from apps.pipeline.embedding import DIMENSIONS, INGESTION_STREAMS, get_embedder, pack_vectors, set_torch_threads, torch_threads_kept
+from apps.pipeline.embedding import (
+    DIMENSIONS,
+    INGESTION_STREAMS,
+    get_embedder,
+    length_batches,
+    pack_vectors,
+    set_torch_threads,
+    torch_threads_kept,
+)
 from apps.pipeline.parsing import Extracted, OcrOptions, ParseError, check_supported, extract
 from apps.pipeline.text import chunk_text, passage_header, unit_reads
 from apps.pipeline.types import ChunkDraft
@@ -198,26 +206,26 @@ def _claim(workspace: Workspace, document_id) -> bool:
 
 
 def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
-    """Each group's texts embedded (a chunk and its units). The batches go shortest text first:
-    a batch is padded to its longest text, so a sentence batched with its chunk would cost the
-    chunk's length (bench_ingest: 0.40 of embedding alone so, README). Progress counts the share of
-    texts done, read in groups (chunks). Each batch runs torch on this ingestion's share of the
-    cores, counted again before every batch (apps.core.serving.ingestion_torch_threads); the
-    thread's own setting is put back after."""
+    """Each group's texts embedded (a chunk and its units). The batches go shortest text first,
+    each of texts of about one length (embedding.length_batches): a batch is padded to its longest
+    text, so a sentence batched with its chunk would cost the chunk's length (bench_ingest: 0.40 of
+    embedding alone in document order, README). Progress counts the share of texts done, read in
+    groups (chunks). Each batch runs torch on this ingestion's share of the cores, counted again
+    before every batch (apps.core.serving.ingestion_torch_threads); the thread's own setting is
+    put back after."""
     import numpy as np
 
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
-    step = settings.EMBEDDING_BATCH_SIZE
     texts = [text for group in groups for text in group]
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     flat = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
     _progress(document, 0, len(groups))
+    done = 0
     with INGESTION_STREAMS.claimed() as streams, torch_threads_kept():
-        for start in range(0, len(order), step):
-            batch = order[start : start + step]
+        for batch in length_batches(embedder.token_lengths(texts), settings.EMBEDDING_BATCH_SIZE):
             set_torch_threads(configured_ingestion_torch_threads(streams.count))
             flat[batch] = embedder.embed([texts[i] for i in batch])
-            _progress(document, len(groups) * (start + len(batch)) // len(texts), len(groups))
+            done += len(batch)
+            _progress(document, len(groups) * done // len(texts), len(groups))
     ends = np.cumsum([len(group) for group in groups])
     return np.split(flat, ends[:-1]) if groups else []
 

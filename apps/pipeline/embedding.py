@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from contextlib import contextmanager
 from functools import cache
 
@@ -14,6 +15,26 @@ DIMENSIONS = 384
 # One question embeds the same sentences in several stages (reranking, refinement,
 # extractive generation); recently seen texts are not encoded twice.
 CACHE_SIZE = 8192
+
+
+# A batch's longest text at most this many times its shortest (length_batches).
+BATCH_SPREAD = 1.5
+
+
+def length_batches(lengths: Sequence[int], most: int, spread: float = BATCH_SPREAD) -> list[list[int]]:
+    """The indices of `lengths` in embedding batches: shortest first, at most `most` a batch, and
+    none whose longest text is more than `spread` times its shortest. A batch is padded to its
+    longest text, so in batches of a fixed count a document's last sentences would be padded to
+    its whole chunks: the shared documents' 1,168 texts (73,405 word pieces) cost 112,321 padded
+    word pieces embedded document by document in batches of 32, and 82,453 so."""
+    batches: list[list[int]] = []
+    for index in sorted(range(len(lengths)), key=lambda i: lengths[i]):
+        batch = batches[-1] if batches else None
+        if batch is None or len(batch) >= most or lengths[index] > spread * lengths[batch[0]]:
+            batches.append([index])
+        else:
+            batch.append(index)
+    return batches
 
 
 class Embedder:
@@ -48,6 +69,15 @@ class Embedder:
             self._remember(missing, vectors)
         return np.stack([found[t] for t in texts])
 
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """The word pieces each text is embedded as, special tokens included, cut at the model's
+        limit: what a batch holding it is padded to."""
+        if not texts:
+            return []
+        model = self.model
+        encoded = model.tokenizer(list(texts), add_special_tokens=True, truncation=True, max_length=model.max_seq_length)
+        return [len(ids) for ids in encoded["input_ids"]]
+
     def remember(self, texts: list[str], vectors: np.ndarray) -> None:
         """Take these texts' vectors as known (stored at ingestion): they are not encoded again."""
         if len(texts) == len(vectors):
@@ -59,7 +89,18 @@ class Embedder:
             self._cache.clear()
 
     def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        vectors = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+        """The texts' vectors, encoded in batches of texts of about one length (length_batches):
+        sentence-transformers would sort them by characters and pad each batch of `batch_size` to
+        its longest, so a row of figures or a sentence batched with whole chunks cost their length."""
+        if len(texts) == 1:
+            return self._encode_batch(texts)
+        vectors = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        for batch in length_batches(self.token_lengths(texts), batch_size):
+            vectors[batch] = self._encode_batch([texts[i] for i in batch])
+        return vectors
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        vectors = self.model.encode(texts, batch_size=len(texts), normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
     def _recall(self, texts: list[str]) -> dict[str, np.ndarray]:

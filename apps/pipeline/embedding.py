@@ -91,8 +91,10 @@ class Embedder:
     def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
         """The texts' vectors, encoded in batches of texts of about one length (length_batches):
         sentence-transformers would sort them by characters and pad each batch of `batch_size` to
-        its longest, so a row of figures or a sentence batched with whole chunks cost their length."""
-        if len(texts) == 1:
+        its longest, so a row of figures or a sentence batched with whole chunks cost their length.
+        What fits one batch goes as one: a few texts cost less in one call than the padding saves
+        (three claims of 4 to 27 words, one thread: 28.3 ms in one call, 29.5 ms by length)."""
+        if len(texts) <= batch_size:
             return self._encode_batch(texts)
         vectors = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
         for batch in length_batches(self.token_lengths(texts), batch_size):

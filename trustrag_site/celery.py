@@ -23,13 +23,16 @@ def _size_torch(**_):
 
 
 @worker_ready.connect
-def _warm_embedder(**_):
-    # Load the embedding model while the worker waits for its first task.
+def _warm_up(**_):
+    # Load the embedding model and start the parser processes while the worker waits for its
+    # first task.
     import threading
 
     from django.conf import settings
 
     from apps.pipeline.embedding import get_embedder
+    from apps.pipeline.parsing import offload
 
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
     threading.Thread(target=lambda: embedder.model, name="embedder-warmup", daemon=True).start()
+    threading.Thread(target=offload.warm, args=(settings.PARSER_PROCESSES,), name="parsers-warmup", daemon=True).start()

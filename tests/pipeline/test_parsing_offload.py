@@ -94,3 +94,28 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_warming_starts_every_parser_process_before_the_first_file():
+    offload.shutdown()  # another module's ingestion may have started some
+    assert _parser_children() == set()
+    offload.warm(2)
+    started = _parser_children()
+    assert len(started) == 2
+    assert offload.run(2, os.getpid) in started  # the first file goes to one of them, none new
+    assert _parser_children() == started
+
+
+def _parser_children() -> set[int]:
+    children = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"multiprocessing.spawn" in cmdline:
+            children.add(int(entry.name))
+    return children

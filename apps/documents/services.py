@@ -26,7 +26,6 @@ from apps.pipeline.embedding import (
     DIMENSIONS,
     INGESTION_STREAMS,
     get_embedder,
-    length_batches,
     pack_vectors,
     set_torch_threads,
     torch_threads_kept,
@@ -207,7 +206,7 @@ def _claim(workspace: Workspace, document_id) -> bool:
 
 def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     """Each group's texts embedded (a chunk and its units). The batches go shortest text first,
-    each of texts of about one length (embedding.length_batches): a batch is padded to its longest
+    each of texts of about one length (Embedder.batches): a batch is padded to its longest
     text, so a sentence batched with its chunk would cost the chunk's length (bench_ingest: 0.40 of
     embedding alone in document order, README). Progress counts the share of texts done, read in
     groups (chunks). Each batch runs torch on this ingestion's share of the cores, counted again
@@ -221,7 +220,7 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     _progress(document, 0, len(groups))
     done = 0
     with INGESTION_STREAMS.claimed() as streams, torch_threads_kept():
-        for batch in length_batches(embedder.token_lengths(texts), settings.EMBEDDING_BATCH_SIZE):
+        for batch in embedder.batches(texts, settings.EMBEDDING_BATCH_SIZE):
             set_torch_threads(configured_ingestion_torch_threads(streams.count))
             flat[batch] = embedder.embed([texts[i] for i in batch])
             done += len(batch)

@@ -69,6 +69,11 @@ class Embedder:
             self._remember(missing, vectors)
         return np.stack([found[t] for t in texts])
 
+    def batches(self, texts: Sequence[str], most: int) -> list[list[int]]:
+        """The indices of `texts` in the batches this embedder encodes them in: at most `most` a
+        batch, each of texts of about one length in word pieces (length_batches)."""
+        return length_batches(self.token_lengths(texts), most)
+
     def token_lengths(self, texts: Sequence[str]) -> list[int]:
         """The word pieces each text is embedded as, special tokens included, cut at the model's
         limit: what a batch holding it is padded to."""
@@ -97,7 +102,7 @@ class Embedder:
         if len(texts) <= batch_size:
             return self._encode_batch(texts)
         vectors = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
-        for batch in length_batches(self.token_lengths(texts), batch_size):
+        for batch in self.batches(texts, batch_size):
             vectors[batch] = self._encode_batch([texts[i] for i in batch])
         return vectors
 

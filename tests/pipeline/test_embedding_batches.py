@@ -1,5 +1,5 @@
 """Embedding batches of texts of about one length (apps.pipeline.embedding.length_batches): every
-text once, shortest first, no batch padded far past its shortest text, and the same vectors as
+text once, shortest first, no batch padded far past its shortest text nor past the word-piece cap, and the same vectors as
 texts embedded one at a time. The real all-MiniLM-L6-v2, no database."""
 
 from __future__ import annotations
@@ -23,6 +23,13 @@ def test_no_batch_is_longer_than_the_most_asked_for_or_spread_past_its_shortest(
     assert all(1 <= len(batch) <= 32 for batch in batches)
     assert all(max(lengths[i] for i in batch) <= 1.5 * min(lengths[i] for i in batch) for batch in batches)
     assert [lengths[batch[0]] for batch in batches] == sorted(lengths[batch[0]] for batch in batches)
+
+
+def test_no_batch_pads_past_the_word_piece_cap_and_a_text_past_it_goes_alone():
+    lengths = [250, 240, 256, 245, 30, 31, 600]
+    batches = length_batches(lengths, most=32, spread=1.5, tokens=1000)
+    assert [[lengths[i] for i in batch] for batch in batches] == [[30, 31], [240, 245, 250], [256], [600]]
+    assert all(len(batch) * max(lengths[i] for i in batch) <= 1000 for batch in batches if len(batch) > 1)
 
 
 def test_texts_embedded_in_length_batches_get_the_vectors_they_get_alone():

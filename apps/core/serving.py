@@ -73,8 +73,8 @@ def worker_torch_threads(torch_threads: int = 0) -> int:
 
 def ingestion_torch_threads(embedding_now: int, torch_threads: int = 0, cpus: int | None = None) -> int:
     """torch's threads for an ingestion's next embedding batch, with `embedding_now` ingestions of
-    this process embedding at that moment (itself included): as set, or else the cores shared
-    among them. torch's thread count is the calling thread's own (OpenMP's per-thread setting), so
+    this process under way at that moment (itself included, each counted from its claim to its
+    write, since its parse takes a core as well): as set, or else the cores shared among them. torch's thread count is the calling thread's own (OpenMP's per-thread setting), so
     each ingestion sets its own. Measured with bench_ingest on 2 cores (README): the WARN report
     PDF (111 chunks) alone, 6.1-6.3 s against 10.1 s with torch fixed on one thread; the 19 shared
     files, 12.9-13.2 s either way (the worker's two threads keep both cores busy until the last

@@ -89,6 +89,14 @@ def document_ingest(*, workspace: Workspace, document_id) -> Document | None:
     if not _claim(workspace, document_id):
         log.info("document %s is not claimable (settled, or another worker holds it)", document_id)
         return None
+    # The ingestion counts among those sharing the cores from its claim on, not only while it
+    # embeds: its parse takes a core too (a parser process), and a neighbour that read it as
+    # idle would run torch on both cores against it.
+    with INGESTION_STREAMS.claimed():
+        return _ingest_claimed(workspace, document_id)
+
+
+def _ingest_claimed(workspace: Workspace, document_id) -> Document | None:
     document = Document.objects.get(workspace=workspace, pk=document_id)
     options = settings_get(workspace=workspace)
     try:
@@ -219,9 +227,9 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     flat = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
     _progress(document, 0, len(groups))
     done = 0
-    with INGESTION_STREAMS.claimed() as streams, torch_threads_kept():
+    with torch_threads_kept():
         for batch in embedder.batches(texts, settings.EMBEDDING_BATCH_SIZE):
-            set_torch_threads(configured_ingestion_torch_threads(streams.count))
+            set_torch_threads(configured_ingestion_torch_threads(INGESTION_STREAMS.count))
             flat[batch] = embedder.embed([texts[i] for i in batch])
             done += len(batch)
             _progress(document, len(groups) * done // len(texts), len(groups))

@@ -133,8 +133,9 @@ class Embedder:
 
 
 class Streams:
-    """How many threads of this process are inside `claimed()` now: the ingestions embedding at
-    this moment, which share the cores (apps.core.serving.ingestion_torch_threads)."""
+    """How many threads of this process are inside `claimed()` now: the ingestions under way at
+    this moment (parsing, embedding or writing), which share the cores
+    (apps.core.serving.ingestion_torch_threads)."""
 
     def __init__(self):
         self._lock = threading.Lock()

@@ -116,7 +116,8 @@ def _wait_settled(workspace, timeout: float) -> None:
     pending = Document.objects.filter(workspace=workspace).exclude(status__in=["ready", "failed"])
     while (left := pending.count()) and time.monotonic() < deadline:
         progress(f"  {left} file(s) still ingesting")
-        time.sleep(0.25 if left < 5 else 1.0)
+        # Polled often near the end: a file settled between polls would count the wait as ingesting.
+        time.sleep(0.05 if left < 5 else 0.5)
     if pending.exists():
         raise CommandError(f"{pending.count()} file(s) did not settle within {timeout:.0f} s; is a worker running?")
 

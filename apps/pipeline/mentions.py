@@ -18,6 +18,13 @@ from apps.pipeline.judge import STOP, fold, names_in, numbers_in, words
 _FUZZY_MIN_CHARS = 5
 _FUZZY_RATIO = 85.0
 _ROMAN = re.compile(r"(?=[IVX]{2,})X{0,3}(?:IX|IV|V?I{0,3})")  # II to XXXIX: "I" and "V" alone are words too often
+# Titles put before a name, which a passage naming the person need not repeat ("Professor Turing"
+# for "Alan Turing", "Dr. Snow" for "John Snow"). Words that also begin names of things ("General
+# Motors", "Saint Louis", "Justice Department") are left out.
+_TITLES = frozenset(
+    "mr mrs ms miss mx dr prof professor sir dame lord lady rev reverend president king queen prince "
+    "princess emperor empress pope captain colonel admiral senator governor mayor".split()
+)
 
 
 def unmentioned(text: str, passages: Sequence[str]) -> list[str]:
@@ -31,9 +38,19 @@ def unmentioned(text: str, passages: Sequence[str]) -> list[str]:
     passage_names = names_in(joined)
     missing = [n for n in dict.fromkeys(numbers_in(text, spelled=False)) if n not in numbers]
     for name in dict.fromkeys(names_in(text)):
-        if not _name_mentioned(name, vocabulary, passage_words, passage_names):
+        bare = _untitled(name)
+        if bare and not _name_mentioned(bare, vocabulary, passage_words, passage_names):
             missing.append(" ".join(name))
     return missing
+
+
+def _untitled(name: tuple[str, ...]) -> tuple[str, ...]:
+    """The name without the titles before it ("Professor Turing" → "Turing"); nothing is left of
+    a title alone ("Dr" of "Dr. Snow", whose full stop ends a name)."""
+    start = 0
+    while start < len(name) and fold(name[start]) in _TITLES:
+        start += 1
+    return name[start:]
 
 
 def _name_mentioned(name: tuple[str, ...], vocabulary: set[str], passage_words: list[str], passage_names) -> bool:

@@ -147,6 +147,11 @@ def test_naive_mode_does_not_judge_answerability(personas, bakery):
         ("When did Herve serve as a general?", "Hervé served as a Byzantine general in the 1050s.", ()),
         ("When was Hartmanis's paper received?", "The paper of Hatmanis and Stearns was well received.", ()),
         ("What device is attributed to Alan Turing?", "The Turing machine was described in 1936.", ()),
+        # a title before a name the passage gives in full, or gives another name after it
+        ("What did Professor Turing design?", "Alan Turing designed the Automatic Computing Engine.", ()),
+        ("Where did Dr. Snow map the outbreak?", "John Snow mapped the cholera outbreak in Soho.", ()),
+        ("What did Professor Hopper design?", "Alan Turing designed the Automatic Computing Engine.", ("Professor Hopper",)),
+        ("When did Queen Anne rule?", "Queen Victoria ruled from 1837.", ("Queen Anne",)),
         ("How many days of PTO do staff get?", "Staff get 25 days of paid time off a year.", ()),
         # spelled quantities ask for a count and name no number; one-letter variables are no names
         ("What are two examples of a reduction?", "Karp reductions and Cook reductions are common.", ()),

@@ -67,23 +67,32 @@ def configured_web_plan(workers: int = 0, threads: int = 0, torch_threads: int =
 
 def worker_torch_threads(torch_threads: int = 0) -> int:
     """torch's threads in a Celery worker process before its first task: one, unless set. Each
-    ingestion then sizes its own calls (ingestion_torch_threads)."""
+    ingestion then sizes its own batches (ingestion_lanes)."""
     return torch_threads or 1
 
 
-def ingestion_torch_threads(embedding_now: int, torch_threads: int = 0, cpus: int | None = None) -> int:
-    """torch's threads for an ingestion's next embedding batch, with `embedding_now` ingestions of
-    this process under way at that moment (itself included, each counted from its claim to its
-    write, since its parse takes a core as well): as set, or else the cores shared among them. torch's thread count is the calling thread's own (OpenMP's per-thread setting), so
-    each ingestion sets its own. Measured with bench_ingest on 2 cores (README): the WARN report
-    PDF (111 chunks) alone, 6.1-6.3 s against 10.1 s with torch fixed on one thread; the 19 shared
-    files, 12.9-13.2 s either way (the worker's two threads keep both cores busy until the last
-    document). With torch on both cores in each of the two threads, the calls contended (15.2 s
-    against 14.2 s); one pool of batches shared by the documents did no better (14.5 s).
-    WORKER_TORCH_THREADS fixes the count instead."""
+@dataclass(frozen=True)
+class Lanes:
+    """How an ingestion runs its next embedding batches: `batches` side by side, each on
+    `torch_threads` of torch."""
+
+    batches: int
+    torch_threads: int
+
+
+def ingestion_lanes(under_way: int, torch_threads: int = 0, cpus: int | None = None) -> Lanes:
+    """An ingestion's share of the cores, with `under_way` ingestions of this process between
+    their claim and their write at that moment (itself included; a parse takes a core as well):
+    that many batches side by side, each on one torch thread. Two one-thread batches beat one
+    batch on two threads: the WARN report PDF alone (111 chunks) ingested in 5.05 / 5.31 s against
+    5.38 / 5.55 s (bench_ingest, alternate runs), and earlier 6.1-6.3 s against 10.1 s with
+    torch on one thread and one batch at a time. With WORKER_TORCH_THREADS set, one batch at a
+    time on that many threads. Measured with bench_ingest on 2 cores (README): with torch on both
+    cores in each of the worker's two threads, the calls contended (15.2 s against 14.2 s); one
+    pool of batches shared by the documents did no better (14.5 s)."""
     if torch_threads:
-        return torch_threads
-    return max(1, (cpus or cores()) // max(1, embedding_now))
+        return Lanes(batches=1, torch_threads=torch_threads)
+    return Lanes(batches=max(1, (cpus or cores()) // max(1, under_way)), torch_threads=1)
 
 
 def configured_worker_torch_threads() -> int:
@@ -92,7 +101,7 @@ def configured_worker_torch_threads() -> int:
     return worker_torch_threads(settings.WORKER_TORCH_THREADS)
 
 
-def configured_ingestion_torch_threads(embedding_now: int) -> int:
+def configured_ingestion_lanes(under_way: int) -> Lanes:
     from django.conf import settings
 
-    return ingestion_torch_threads(embedding_now, settings.WORKER_TORCH_THREADS)
+    return ingestion_lanes(under_way, settings.WORKER_TORCH_THREADS)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import PurePath
@@ -17,7 +18,7 @@ from pgvector import Vector
 from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
-from apps.core.serving import configured_ingestion_torch_threads
+from apps.core.serving import configured_ingestion_lanes, cores
 from apps.core.text import safe_filename, storable
 from apps.documents.models import Document, DocumentStatus
 from apps.documents.signals import document_text_changed
@@ -28,7 +29,6 @@ from apps.pipeline.embedding import (
     get_embedder,
     pack_vectors,
     set_torch_threads,
-    torch_threads_kept,
 )
 from apps.pipeline.parsing import Extracted, OcrOptions, ParseError, check_supported, extract
 from apps.pipeline.text import chunk_text, passage_header, unit_reads
@@ -217,21 +217,33 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     each of texts of about one length (Embedder.batches): a batch is padded to its longest
     text, so a sentence batched with its chunk would cost the chunk's length (bench_ingest: 0.40 of
     embedding alone in document order, README). Progress counts the share of texts done, read in
-    groups (chunks). Each batch runs torch on this ingestion's share of the cores, counted again
-    before every batch (apps.core.serving.ingestion_torch_threads); the thread's own setting is
-    put back after."""
+    groups (chunks). The batches run in lanes of their own, as many side by side as this
+    ingestion's share of the cores (apps.core.serving.ingestion_lanes), counted again as each
+    batch ends; the lanes' threads end with the ingestion, so no thread keeps their torch setting."""
     import numpy as np
 
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
     texts = [text for group in groups for text in group]
     flat = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
     _progress(document, 0, len(groups))
+
+    def encode(batch: list[int], torch_threads: int) -> int:
+        set_torch_threads(torch_threads)
+        flat[batch] = embedder.embed([texts[i] for i in batch])
+        return len(batch)
+
+    pending = iter(embedder.batches(texts, settings.EMBEDDING_BATCH_SIZE))
+    running: set[Future] = set()
     done = 0
-    with torch_threads_kept():
-        for batch in embedder.batches(texts, settings.EMBEDDING_BATCH_SIZE):
-            set_torch_threads(configured_ingestion_torch_threads(INGESTION_STREAMS.count))
-            flat[batch] = embedder.embed([texts[i] for i in batch])
-            done += len(batch)
+    with ThreadPoolExecutor(max_workers=max(1, cores()), thread_name_prefix="embed") as lanes:
+        while True:
+            share = configured_ingestion_lanes(INGESTION_STREAMS.count)
+            while len(running) < share.batches and (batch := next(pending, None)) is not None:
+                running.add(lanes.submit(encode, batch, share.torch_threads))
+            if not running:
+                break
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            done += sum(future.result() for future in finished)
             _progress(document, len(groups) * done // len(texts), len(groups))
     ends = np.cumsum([len(group) for group in groups])
     return np.split(flat, ends[:-1]) if groups else []

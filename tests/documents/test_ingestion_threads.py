@@ -1,47 +1,81 @@
-"""An ingestion runs torch on its share of the cores: all of them when it embeds alone, one each
-when two ingestions of the process embed at once (the worker's two threads), counted before every
-batch; the thread's own setting is put back after."""
+"""An ingestion embeds on its share of the cores: as many one-thread batches side by side as the
+cores when it is the only ingestion under way, one at a time when two are (the worker's two
+threads), counted again as each batch ends; WORKER_TORCH_THREADS runs one batch at a time on that
+many threads instead. The real worker code path, the real embedder."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import torch
 from django.conf import settings
 
-from apps.core.serving import cores, ingestion_torch_threads
+from apps.core.serving import Lanes, cores, ingestion_lanes
 from apps.pipeline.embedding import INGESTION_STREAMS, get_embedder
 from tests.documents.test_unit_vectors import ingest
 from tests.queries.test_generation import LIGHTHOUSE
 
+# Sentences of several lengths, so the document's texts make more than one batch.
+LONG = " ".join(
+    [
+        LIGHTHOUSE,
+        "Its keepers lived on the reef for weeks at a time.",
+        "A signal tower on the island of Tiree let the keepers and their families exchange news "
+        "by flag and by lamp, and a museum in the old signal station now tells the story of the "
+        "tower, its builders and the men who kept its light burning through the storms of the "
+        "nineteenth century.",
+    ]
+)
 
-def _threads_per_encode(personas, monkeypatch, name: str) -> list[int]:
-    """torch's threads at each encoding of one ingestion (a document of its own, by name)."""
+
+def _encodes(personas, monkeypatch, name: str) -> list[tuple[int, int]]:
+    """(torch's threads, encodings running at that moment) at each encoding of one ingestion."""
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
     embedder.forget()  # every text is encoded, none recalled
-    seen: list[int] = []
+    seen: list[tuple[int, int]] = []
+    running = [0]
+    lock = threading.Lock()
     real = embedder._encode
-    monkeypatch.setattr(embedder, "_encode", lambda texts, batch_size: seen.append(torch.get_num_threads()) or real(texts, batch_size))
-    ingest(personas, name, f"{LIGHTHOUSE}\n\nFiled as {name}.")
+
+    def watched(texts, batch_size):
+        with lock:
+            running[0] += 1
+            seen.append((torch.get_num_threads(), running[0]))
+        try:
+            time.sleep(0.3)  # long enough for a lane beside it to start
+            return real(texts, batch_size)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(embedder, "_encode", watched)
+    ingest(personas, name, f"{LONG}\n\nFiled as {name}.")
     monkeypatch.setattr(embedder, "_encode", real)
-    assert seen, "the ingestion encoded nothing"
+    assert len(seen) >= 2, "the document made one batch; the test needs more"
     return seen
 
 
-def test_an_ingestion_alone_embeds_on_every_core_and_shares_them_with_another(personas, monkeypatch):
+def test_an_ingestion_alone_runs_batches_side_by_side_and_one_at_a_time_beside_another(personas, monkeypatch):
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        assert set(_threads_per_encode(personas, monkeypatch, "alone.txt")) == {cores()}
-        assert torch.get_num_threads() == 1  # put back
-        shared = _threads_while_another_embeds(personas, monkeypatch)
-    finally:
-        torch.set_num_threads(before)
-    assert set(shared) == {max(1, cores() // 2)}
+    alone = _encodes(personas, monkeypatch, "alone.txt")
+    assert {threads for threads, _ in alone} == {1}
+    assert max(at_once for _, at_once in alone) == min(2, cores())  # two batches at least, one per core
+    shared = _encodes_while_another_ingests(personas, monkeypatch)
+    assert {threads for threads, _ in shared} == {1}
+    assert max(at_once for _, at_once in shared) == 1
+    assert torch.get_num_threads() == before  # the ingesting thread's own setting is untouched
     assert INGESTION_STREAMS.count == 0
 
 
-def _threads_while_another_embeds(personas, monkeypatch) -> list[int]:
+def test_a_fixed_torch_thread_count_runs_one_batch_at_a_time(personas, monkeypatch, settings):
+    settings.WORKER_TORCH_THREADS = 2
+    seen = _encodes(personas, monkeypatch, "fixed.txt")
+    assert {threads for threads, _ in seen} == {2}
+    assert max(at_once for _, at_once in seen) == 1
+
+
+def _encodes_while_another_ingests(personas, monkeypatch) -> list[tuple[int, int]]:
     claimed, release = threading.Event(), threading.Event()
 
     def another_ingestion():
@@ -53,15 +87,15 @@ def _threads_while_another_embeds(personas, monkeypatch) -> list[int]:
     other.start()
     try:
         assert claimed.wait(10)
-        return _threads_per_encode(personas, monkeypatch, "shared.txt")
+        return _encodes(personas, monkeypatch, "shared.txt")
     finally:
         release.set()
         other.join()
 
 
-def test_the_share_is_the_cores_split_among_the_ingestions_embedding_unless_set():
-    assert ingestion_torch_threads(1, cpus=2) == 2
-    assert ingestion_torch_threads(2, cpus=2) == 1
-    assert ingestion_torch_threads(3, cpus=2) == 1
-    assert ingestion_torch_threads(2, cpus=8) == 4
-    assert ingestion_torch_threads(1, torch_threads=3, cpus=2) == 3
+def test_the_share_is_the_cores_split_among_the_ingestions_under_way_unless_set():
+    assert ingestion_lanes(1, cpus=2) == Lanes(batches=2, torch_threads=1)
+    assert ingestion_lanes(2, cpus=2) == Lanes(batches=1, torch_threads=1)
+    assert ingestion_lanes(3, cpus=2) == Lanes(batches=1, torch_threads=1)
+    assert ingestion_lanes(2, cpus=8) == Lanes(batches=4, torch_threads=1)
+    assert ingestion_lanes(1, torch_threads=3, cpus=2) == Lanes(batches=1, torch_threads=3)

@@ -25,6 +25,9 @@ _TITLES = frozenset(
     "mr mrs ms miss mx dr prof professor sir dame lord lady rev reverend president king queen prince "
     "princess emperor empress pope captain colonel admiral senator governor mayor".split()
 )
+# Abbreviated titles, which name no one alone: "Dr" is left alone when the full stop after it ends
+# the name ("Dr. Snow"), where "Prince" or "the Queen" alone may be whom the question asks about.
+_ABBREVIATED = frozenset("mr mrs ms mx dr prof rev".split())
 
 
 def unmentioned(text: str, passages: Sequence[str]) -> list[str]:
@@ -46,9 +49,11 @@ def unmentioned(text: str, passages: Sequence[str]) -> list[str]:
 
 def _untitled(name: tuple[str, ...]) -> tuple[str, ...]:
     """The name without the titles before it ("Professor Turing" → "Turing"); nothing is left of
-    a title alone ("Dr" of "Dr. Snow", whose full stop ends a name)."""
+    an abbreviated title alone ("Dr" of "Dr. Snow"), and a title alone stays ("Prince")."""
+    if len(name) == 1 and fold(name[0]) in _ABBREVIATED:
+        return ()
     start = 0
-    while start < len(name) and fold(name[start]) in _TITLES:
+    while start < len(name) - 1 and fold(name[start]) in _TITLES:
         start += 1
     return name[start:]
 

@@ -152,6 +152,7 @@ def test_naive_mode_does_not_judge_answerability(personas, bakery):
         ("Where did Dr. Snow map the outbreak?", "John Snow mapped the cholera outbreak in Soho.", ()),
         ("What did Professor Hopper design?", "Alan Turing designed the Automatic Computing Engine.", ("Professor Hopper",)),
         ("When did Queen Anne rule?", "Queen Victoria ruled from 1837.", ("Queen Anne",)),
+        ("What did Prince record in 1984?", "Madonna recorded an album in 1984.", ("Prince",)),
         ("How many days of PTO do staff get?", "Staff get 25 days of paid time off a year.", ()),
         # spelled quantities ask for a count and name no number; one-letter variables are no names
         ("What are two examples of a reduction?", "Karp reductions and Cook reductions are common.", ()),

@@ -8,10 +8,14 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 import torch
 from django.conf import settings
 
 from apps.core.serving import Lanes, cores, ingestion_lanes
+from apps.documents import services
+from apps.documents.models import Chunk, Document, DocumentStatus
+from apps.documents.tasks import ingest_document
 from apps.pipeline.embedding import INGESTION_STREAMS, get_embedder
 from tests.documents.test_unit_vectors import ingest
 from tests.queries.test_generation import LIGHTHOUSE
@@ -91,6 +95,34 @@ def _encodes_while_another_ingests(personas, monkeypatch) -> list[tuple[int, int
     finally:
         release.set()
         other.join()
+
+
+def test_a_batch_that_fails_in_its_lane_fails_the_ingestion_with_its_message_and_writes_nothing(personas, monkeypatch):
+    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    embedder.forget()
+    real, calls = embedder._encode, []
+
+    def failing(texts, batch_size):
+        calls.append(len(texts))
+        if len(calls) == 2:
+            raise MemoryError("out of memory in the second batch")
+        return real(texts, batch_size)
+
+    monkeypatch.setattr(embedder, "_encode", failing)
+    document, _ = services.document_create(
+        workspace=personas.workspace_a, actor=None, filename="fails.txt", data=LONG.encode(), enqueue=False
+    )
+    with pytest.raises(MemoryError):
+        ingest_document(str(personas.workspace_a.pk), str(document.pk))
+    document.refresh_from_db()
+    assert document.status == DocumentStatus.FAILED
+    assert document.error == "Ingestion failed (MemoryError): out of memory in the second batch"
+    assert not Chunk.objects.filter(document=document).exists()
+    assert INGESTION_STREAMS.count == 0
+    monkeypatch.setattr(embedder, "_encode", real)
+    services.document_reindex(workspace=personas.workspace_a, actor=None, document_id=document.pk)
+    assert ingest_document(str(personas.workspace_a.pk), str(document.pk)) == DocumentStatus.READY  # nothing was lost
+    assert Chunk.objects.filter(document=document).count() == Document.objects.get(pk=document.pk).chunk_count > 0
 
 
 def test_the_share_is_the_cores_split_among_the_ingestions_under_way_unless_set():

@@ -235,7 +235,7 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     pending = iter(embedder.batches(texts, settings.EMBEDDING_BATCH_SIZE))
     running: set[Future] = set()
     done = 0
-    with ThreadPoolExecutor(max_workers=max(1, cores()), thread_name_prefix="embed") as lanes:
+    with ThreadPoolExecutor(max_workers=cores(), thread_name_prefix="embed") as lanes:
         while True:
             share = configured_ingestion_lanes(INGESTION_STREAMS.count)
             while len(running) < share.batches and (batch := next(pending, None)) is not None:

@@ -135,7 +135,7 @@ class Embedder:
 class Streams:
     """How many threads of this process are inside `claimed()` now: the ingestions under way at
     this moment (parsing, embedding or writing), which share the cores
-    (apps.core.serving.ingestion_torch_threads)."""
+    (apps.core.serving.ingestion_lanes)."""
 
     def __init__(self):
         self._lock = threading.Lock()

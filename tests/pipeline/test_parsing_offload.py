@@ -6,6 +6,7 @@ Plain Python: no database. Real processes (spawned, as the worker spawns them)."
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -107,15 +108,4 @@ def test_warming_starts_every_parser_process_before_the_first_file():
 
 
 def _parser_children() -> set[int]:
-    children = set()
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"multiprocessing.spawn" in cmdline:
-            children.add(int(entry.name))
-    return children
+    return {process.pid for process in multiprocessing.active_children()}

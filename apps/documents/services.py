@@ -219,7 +219,8 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     embedding alone in document order, README). Progress counts the share of texts done, read in
     groups (chunks). The batches run in lanes of their own, as many side by side as this
     ingestion's share of the cores (apps.core.serving.ingestion_lanes), counted again as each
-    batch ends; the lanes' threads end with the ingestion, so no thread keeps their torch setting."""
+    batch ends and as other ingestions start or end; the lanes' threads end with the ingestion,
+    so no thread keeps their torch setting."""
     import numpy as np
 
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
@@ -237,14 +238,19 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     done = 0
     with ThreadPoolExecutor(max_workers=cores(), thread_name_prefix="embed") as lanes:
         while True:
+            change = INGESTION_STREAMS.changed()
             share = configured_ingestion_lanes(INGESTION_STREAMS.count)
             while len(running) < share.batches and (batch := next(pending, None)) is not None:
                 running.add(lanes.submit(encode, batch, share.torch_threads))
             if not running:
                 break
-            finished, running = wait(running, return_when=FIRST_COMPLETED)
-            done += sum(future.result() for future in finished)
-            _progress(document, len(groups) * done // len(texts), len(groups))
+            # Woken by a batch that ends, or by an ingestion that starts or ends (its share changes).
+            finished, _ = wait(running | {change}, return_when=FIRST_COMPLETED)
+            finished.discard(change)
+            running -= finished
+            if finished:
+                done += sum(future.result() for future in finished)
+                _progress(document, len(groups) * done // len(texts), len(groups))
     ends = np.cumsum([len(group) for group in groups])
     return np.split(flat, ends[:-1]) if groups else []
 

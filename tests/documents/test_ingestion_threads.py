@@ -1,7 +1,8 @@
 """An ingestion embeds on its share of the cores: as many one-thread batches side by side as the
 cores when it is the only ingestion under way, one at a time when two are (the worker's two
-threads), counted again as each batch ends; WORKER_TORCH_THREADS runs one batch at a time on that
-many threads instead. The real worker code path, the real embedder."""
+threads), counted again as each batch ends and as other ingestions start or end;
+WORKER_TORCH_THREADS runs one batch at a time on that many threads instead. The real worker code
+path, the real embedder."""
 
 from __future__ import annotations
 
@@ -95,6 +96,59 @@ def _encodes_while_another_ingests(personas, monkeypatch) -> list[tuple[int, int
     finally:
         release.set()
         other.join()
+
+
+def test_an_ingestion_takes_a_core_the_moment_another_ingestion_frees_it(personas, monkeypatch):
+    """Beside another ingestion it runs one batch at a time; when the other one ends, its second
+    batch starts at once, while the first is still running, not when the first ends."""
+    monkeypatch.setattr("apps.core.serving.cores", lambda: 2)
+    monkeypatch.setattr(services, "cores", lambda: 2)
+    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    embedder.forget()
+    real, starts, ends = embedder._encode, [], []
+    claimed, release = threading.Event(), threading.Event()
+
+    def another_ingestion():
+        with INGESTION_STREAMS.claimed():
+            claimed.set()
+            release.wait(60)
+
+    def watched(texts, batch_size):
+        starts.append(time.monotonic())
+        if len(starts) == 1:
+            threading.Timer(0.2, release.set).start()  # the other ingestion ends while this batch runs
+        try:
+            time.sleep(1.5 if len(starts) == 1 else 0)
+            return real(texts, batch_size)
+        finally:
+            ends.append(time.monotonic())
+
+    other = threading.Thread(target=another_ingestion)
+    other.start()
+    try:
+        assert claimed.wait(10)
+        monkeypatch.setattr(embedder, "_encode", watched)
+        document = ingest(personas, "freed.txt", f"{LONG}\n\nFiled as freed.txt.")
+    finally:
+        release.set()
+        other.join()
+    assert document.status == DocumentStatus.READY
+    assert len(starts) >= 2, "the document made one batch; the test needs more"
+    assert starts[1] < ends[0]  # the second batch did not wait for the first
+    assert starts[1] - starts[0] < 1.0
+    assert INGESTION_STREAMS.count == 0
+
+
+def test_the_count_of_ingestions_under_way_wakes_whoever_waits_on_its_change():
+    change = INGESTION_STREAMS.changed()
+    assert INGESTION_STREAMS.changed() is change  # one future for all who wait
+    assert not change.done()
+    with INGESTION_STREAMS.claimed():
+        assert change.result(timeout=1) == 1
+        leaving = INGESTION_STREAMS.changed()
+        assert leaving is not change
+        assert not leaving.done()
+    assert leaving.result(timeout=1) == 0
 
 
 def test_a_batch_that_fails_in_its_lane_fails_the_ingestion_with_its_message_and_writes_nothing(personas, monkeypatch):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
-from celery.signals import worker_init, worker_ready
+from celery.signals import task_postrun, task_prerun, worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trustrag_site.settings")
 
@@ -36,3 +36,16 @@ def _warm_up(**_):
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
     threading.Thread(target=lambda: embedder.model, name="embedder-warmup", daemon=True).start()
     threading.Thread(target=offload.warm, args=(settings.PARSER_PROCESSES,), name="parsers-warmup", daemon=True).start()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _close_old_connections(task=None, **_):
+    # A task's connection lives as a request's does (settings.CELERY_DB_REUSE_MAX): closed here
+    # once older than CONN_MAX_AGE or unusable after an error, checked before its next use. An
+    # eager task runs inside its caller's transaction, whose connection is the caller's to close.
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()

@@ -136,6 +136,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery's Django fixup closes a task's database connection before and after every task unless
+# this is set, so each ingestion opened a Postgres backend of its own (one a document in
+# bench_ingest). With it, the fixup closes them only every this many tasks; in between the
+# worker treats each task as Django treats a request (trustrag_site/celery.py): a connection is
+# kept for CONN_MAX_AGE, checked before its first use in a task, closed after an error.
+CELERY_DB_REUSE_MAX = 1000
 CELERY_BEAT_SCHEDULE = {
     "reap-stuck-documents": {"task": "apps.documents.tasks.reap_stuck_documents", "schedule": float(REAPER_INTERVAL_S)},
     "reap-queued-queries": {"task": "apps.queries.tasks.reap_queued_queries", "schedule": float(REAPER_INTERVAL_S)},

@@ -18,7 +18,7 @@ test: install install-browser install-ocr
 
 # The fault tests alone (they are part of `make test` too): a worker SIGKILLed mid-ingestion,
 # Redis stopped during uploads and questions, Postgres restarted under load, providers down or slow.
-FAULT_TESTS := tests/ops/test_ingest_faults.py tests/ops/test_faults_redis.py tests/ops/test_faults_postgres.py \
+FAULT_TESTS := tests/ops/test_ingest_faults.py tests/ops/test_faults_redis.py tests/ops/test_faults_postgres.py tests/ops/test_worker_connections.py \
 	"tests/queries/test_generation.py::test_a_groq_timeout_hands_over_to_zhipuai_within_the_timeout_plus_one_second" \
 	"tests/queries/test_generation.py::test_when_both_providers_fail_the_local_provider_answers" \
 	"tests/queries/test_generation.py::test_a_rate_limited_groq_falls_back_to_zhipuai" \

@@ -80,6 +80,27 @@ def test_a_fixed_torch_thread_count_runs_one_batch_at_a_time(personas, monkeypat
     assert max(at_once for _, at_once in seen) == 1
 
 
+def test_an_ingestion_embeds_its_longest_texts_first(personas, monkeypatch, settings):
+    """Its last batches are its shortest, so the lanes end together: a batch of long chunks left
+    for last would keep one lane running while the others have nothing to do."""
+    settings.WORKER_TORCH_THREADS = 1  # one batch at a time: they start in the order they were queued
+    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    embedder.forget()
+    real, longest = embedder._encode, []
+
+    def watched(texts, batch_size):
+        longest.append(max(embedder.token_lengths(texts)))
+        return real(texts, batch_size)
+
+    monkeypatch.setattr(embedder, "_encode", watched)
+    document = ingest(personas, "longest.txt", f"{LONG}\n\nFiled as longest.txt.")
+    monkeypatch.setattr(embedder, "_encode", real)
+    assert document.status == DocumentStatus.READY
+    assert len(longest) >= 2, "the document made one batch; the test needs more"
+    assert longest == sorted(longest, reverse=True)
+    assert longest[0] > longest[-1]
+
+
 def _encodes_while_another_ingests(personas, monkeypatch) -> list[tuple[int, int]]:
     claimed, release = threading.Event(), threading.Event()
 

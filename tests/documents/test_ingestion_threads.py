@@ -9,15 +9,16 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 import torch
 from django.conf import settings
 
 from apps.core.serving import Lanes, cores, ingestion_lanes
 from apps.documents import services
-from apps.documents.models import Chunk, Document, DocumentStatus
+from apps.documents.models import Chunk, Document, DocumentStatus, UnitVectors
 from apps.documents.tasks import ingest_document
-from apps.pipeline.embedding import INGESTION_STREAMS, get_embedder
+from apps.pipeline.embedding import INGESTION_STREAMS, get_embedder, unpack_vectors
 from tests.documents.test_unit_vectors import ingest
 from tests.queries.test_generation import LIGHTHOUSE
 
@@ -99,6 +100,37 @@ def test_an_ingestion_embeds_its_longest_texts_first(personas, monkeypatch, sett
     assert len(longest) >= 2, "the document made one batch; the test needs more"
     assert longest == sorted(longest, reverse=True)
     assert longest[0] > longest[-1]
+
+
+def test_a_text_met_twice_in_a_document_is_embedded_once_and_stored_for_each(personas, monkeypatch):
+    """A paragraph repeated, or a sentence in the overlap of two chunks, is one embedding; every
+    chunk and unit still stores the vector of its own text."""
+    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    embedder.forget()
+    real_embed, real_plan = embedder.embed, services._embed_with_progress
+    embedded: list[str] = []
+    planned: list[list[str]] = []
+
+    def watched(texts):
+        embedded.extend(texts)
+        return real_embed(texts)
+
+    def plan(document, groups):
+        planned.extend(groups)
+        return real_plan(document, groups)
+
+    monkeypatch.setattr(embedder, "embed", watched)
+    monkeypatch.setattr(services, "_embed_with_progress", plan)
+    document = ingest(personas, "repeated.txt", f"{LONG}\n\n{LIGHTHOUSE}\n\nFiled as repeated.txt.")
+    monkeypatch.setattr(embedder, "embed", real_embed)
+    assert document.status == DocumentStatus.READY
+    texts = [text for group in planned for text in group]
+    assert len(set(texts)) < len(texts), "the document repeats no text; the test needs one that does"
+    assert sorted(embedded) == sorted(set(texts))
+    for chunk, group in zip(Chunk.objects.filter(document=document).order_by("ordinal"), planned, strict=True):
+        assert np.abs(np.array(chunk.embedding) - real_embed(group[:1])[0]).max() < 1e-3
+        stored = unpack_vectors(UnitVectors.objects.get(document=document, ordinal=chunk.ordinal).vectors)
+        assert np.abs(stored - real_embed(group[1:])).max() < 1e-3
 
 
 def _encodes_while_another_ingests(personas, monkeypatch) -> list[tuple[int, int]]:

@@ -230,7 +230,9 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     import numpy as np
 
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
-    texts = list(dict.fromkeys(text for group in groups for text in group))
+    # Each distinct text's row, in the order first met.
+    position = {text: i for i, text in enumerate(dict.fromkeys(text for group in groups for text in group))}
+    texts = list(position)
     vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
     _progress(document, 0, len(groups))
 
@@ -257,7 +259,6 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
             if finished:
                 done += sum(future.result() for future in finished)
                 _progress(document, len(groups) * done // len(texts), len(groups))
-    position = {text: i for i, text in enumerate(texts)}
     return [vectors[[position[text] for text in group]] for group in groups]
 
 

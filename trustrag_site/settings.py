@@ -266,6 +266,11 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
+    # JSON only: no browsable API (its forms rendered every view's serializer and queryset, and
+    # `Accept: text/html` reached views that have neither).
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.core.api_defaults.JSONOnlyNegotiation",
+    "DEFAULT_METADATA_CLASS": "apps.core.api_defaults.Metadata",
     "DEFAULT_THROTTLE_CLASSES": ["apps.core.api_defaults.ApiRateThrottle"],
     "DEFAULT_PAGINATION_CLASS": "apps.core.api_defaults.Pagination",
     "PAGE_SIZE": 25,

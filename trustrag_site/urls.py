@@ -3,11 +3,12 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
 from apps.apikeys import api as apikeys_api
 from apps.audits import api as audits_api
 from apps.core import api as core_api
+from apps.core import api_docs
 from apps.core import views as core_views
 from apps.documents import api as documents_api
 from apps.evals import api as evals_api
@@ -40,8 +41,8 @@ workspace_api = [
 
 api_v1 = [
     path("schema/", SpectacularAPIView.as_view(), name="api_schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api_schema"), name="api_docs"),
-    path("redoc/", SpectacularRedocView.as_view(url_name="api_schema"), name="api_redoc"),
+    path("docs/", api_docs.SwaggerPage.as_view(url_name="api_schema"), name="api_docs"),
+    path("redoc/", api_docs.RedocPage.as_view(url_name="api_schema"), name="api_redoc"),
     path("workspaces/", workspaces_api.WorkspaceListCreateAPI.as_view(), name="api_workspaces"),
     path("workspaces/<uuid:workspace_id>/", include(workspace_api)),
     re_path(r"^.*$", core_api.not_found),

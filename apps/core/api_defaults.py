@@ -11,7 +11,7 @@ import logging
 import math
 
 from django.conf import settings
-from rest_framework import exceptions, pagination, parsers, throttling
+from rest_framework import exceptions, metadata, negotiation, pagination, parsers, throttling
 
 from apps.core.credentials import WorkspaceCredential
 from apps.core.ratelimit import window_hit
@@ -78,3 +78,33 @@ class JSONParser(parsers.JSONParser):
                 "JSON parse error - a string holds a lone surrogate (\\ud800-\\udfff), which is not text."
             ) from None
         return data
+
+
+class JSONOnlyNegotiation(negotiation.DefaultContentNegotiation):
+    """The API answers in JSON, whatever else a client asks for: `Accept: text/html` or
+    `?format=api` is a 406 that says so, decided before the view runs (so no write happens
+    for a request whose answer could not be sent). The docs pages keep their own renderers."""
+
+    MESSAGE = "This API answers in JSON only: send Accept: application/json (or */*) and no ?format= other than json."
+
+    def filter_renderers(self, renderers, format):
+        kept = [renderer for renderer in renderers if renderer.format == format]
+        if not kept:
+            raise exceptions.NotAcceptable(self.MESSAGE)
+        return kept
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        try:
+            return super().select_renderer(request, renderers, format_suffix)
+        except exceptions.NotAcceptable:
+            raise exceptions.NotAcceptable(self.MESSAGE) from None
+
+
+class Metadata(metadata.SimpleMetadata):
+    """OPTIONS: name, description, formats, and the fields of a write only where the endpoint
+    declares a serializer for it. An action without a body (re-index, apply) has none to show."""
+
+    def determine_actions(self, request, view):
+        if getattr(view, "serializer_class", None) is None:
+            return {}
+        return super().determine_actions(request, view)

@@ -59,29 +59,47 @@ def document_create(*, workspace: Workspace, actor, filename: str, data: bytes, 
     if not data:
         raise ApplicationError(f"“{filename}” is empty.", code="empty", field="files")
     digest = hashlib.sha256(data).hexdigest()
-    with transaction.atomic():
-        existing = Document.objects.select_for_update().filter(workspace=workspace, sha256=digest).first()
-        if existing is not None:
-            return existing, False
-        document = Document(
-            workspace=workspace,
-            title=PurePath(filename).stem[:255],
-            filename=filename,
-            size_bytes=len(data),
-            sha256=digest,
-            uploaded_by=actor.user if actor is not None else None,
-        )
-        document.file.save(filename, ContentFile(data), save=False)
-        document.save()
-        event_record(
-            workspace=workspace,
-            actor=actor,
-            action="document.upload",
-            data={"document": str(document.pk), "filename": filename, "size_bytes": len(data), "sha256": digest},
-        )
-        if enqueue:
-            _enqueue_ingest(document)
+    stored = None
+    try:
+        with transaction.atomic():
+            # Uploads of one content in parallel wait for each other here: the first stores the
+            # file and its row, the others then find that row (a row lock cannot do this, as
+            # there is no row to lock until the first commits).
+            _content_lock(workspace, digest)
+            existing = Document.objects.filter(workspace=workspace, sha256=digest).first()
+            if existing is not None:
+                return existing, False
+            document = Document(
+                workspace=workspace,
+                title=PurePath(filename).stem[:255],
+                filename=filename,
+                size_bytes=len(data),
+                sha256=digest,
+                uploaded_by=actor.user if actor is not None else None,
+            )
+            document.file.save(filename, ContentFile(data), save=False)
+            stored = document.file.name
+            document.save()
+            event_record(
+                workspace=workspace,
+                actor=actor,
+                action="document.upload",
+                data={"document": str(document.pk), "filename": filename, "size_bytes": len(data), "sha256": digest},
+            )
+            if enqueue:
+                _enqueue_ingest(document)
+    except BaseException:
+        if stored:  # the row was not written: no file without its document
+            document.file.storage.delete(stored)
+        raise
     return document, True
+
+
+def _content_lock(workspace: Workspace, digest: str) -> None:
+    """A transaction-scoped Postgres advisory lock on (workspace, content)."""
+    key = int.from_bytes(hashlib.sha256(f"{workspace.pk}:{digest}".encode()).digest()[:8], "big", signed=True)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 
 
 def document_ingest(*, workspace: Workspace, document_id) -> Document | None:

@@ -150,7 +150,7 @@ CELERY_BEAT_SCHEDULE = {
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "apps.core.admin_site.AdminConfig",  # django.contrib.admin, its login under the login limit
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -14,7 +14,7 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_safe
 
 from apps.core.errors import ApplicationError
-from apps.core.login_limit import login_attempt_allowed, login_key, login_succeeded
+from apps.core.login_limit import login_guarded
 from apps.core.middleware import DATABASE_DOWN, unavailable
 
 T = TypeVar("T")
@@ -87,23 +87,7 @@ def _check_worker() -> dict:
 
 
 class LoginView(auth_views.LoginView):
-    """Django's login page, refusing a username + address after too many failed attempts (each
-    attempt is counted before the password is checked; a success clears the count)."""
+    """Django's login page under the one login policy (apps.core.login_limit.login_guarded)."""
 
     def post(self, request, *args, **kwargs):
-        self.limit_key = login_key(request.POST.get("username", ""), request.META.get("REMOTE_ADDR", ""))
-        if not login_attempt_allowed(self.limit_key):
-            return self._locked()
-        return super().post(request, *args, **kwargs)
-
-    def form_valid(self, form):
-        login_succeeded(self.limit_key)
-        return super().form_valid(form)
-
-    def _locked(self):
-        minutes = max(1, settings.LOGIN_LOCKOUT_S // 60)
-        message = f"Too many failed attempts for this username. Try again in {minutes} minute(s)."
-        response = self.render_to_response(self.get_context_data(locked=message))
-        response.status_code = 429
-        response["Retry-After"] = str(settings.LOGIN_LOCKOUT_S)
-        return response
+        return login_guarded(request, lambda: super(LoginView, self).post(request, *args, **kwargs))

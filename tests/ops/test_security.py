@@ -278,3 +278,54 @@ def test_api_keys_are_never_logged_or_echoed(personas, caplog):
         assert secret not in text
         assert forged not in text
     assert secret[:8] in listing, "the visible prefix identifies the key"
+
+
+def login_forms() -> list[str]:
+    """Every login form of the URLconf (the product's and the admin's both name theirs "login")."""
+    from tests.ops.test_no_server_errors import routes
+
+    return ["/" + route for route, name in routes() if name == "login"]
+
+
+def test_the_urlconf_has_two_login_forms():
+    assert sorted(login_forms()) == ["/accounts/login/", "/admin/login/"]
+
+
+@pytest.fixture
+def staff(personas, settings, fresh_login_counts):
+    settings.LOGIN_MAX_FAILURES = 5
+    user = personas.owner.user
+    user.is_staff = True
+    user.save(update_fields=["is_staff"])
+    return user
+
+
+@pytest.mark.parametrize("form", login_forms())
+def test_every_login_form_refuses_a_username_after_repeated_failures(staff, password, form):
+    client = Client()
+    statuses = [client.post(form, {"username": "olivia", "password": f"guess-{i}"}).status_code for i in range(12)]
+    assert statuses == [200] * 5 + [429] * 7
+    locked = client.post(form, {"username": "olivia", "password": password})
+    assert locked.status_code == 429
+    assert "Too many failed attempts" in locked.content.decode()
+    assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.parametrize("form", login_forms())
+def test_failures_on_one_login_form_lock_every_other(staff, password, form):
+    client = Client()
+    for i in range(5):
+        client.post(form, {"username": "olivia", "password": f"guess-{i}"})
+    for other in login_forms():
+        assert client.post(other, {"username": "olivia", "password": password}).status_code == 429, other
+    assert "_auth_user_id" not in client.session
+
+
+@pytest.mark.parametrize("form", login_forms())
+def test_a_login_on_any_form_clears_the_failures(staff, password, form):
+    client = Client()
+    for i in range(4):
+        client.post(form, {"username": "olivia", "password": f"guess-{i}"})
+    assert client.post(form, {"username": "olivia", "password": password}).status_code == 302
+    client.logout()
+    assert [client.post(form, {"username": "olivia", "password": f"again-{i}"}).status_code for i in range(5)] == [200] * 5

@@ -67,6 +67,11 @@ LLM_TIMEOUT_S = env_float("LLM_TIMEOUT_S", 20.0, minimum=0.1)
 FIELD_ENCRYPTION_KEY = env_str("FIELD_ENCRYPTION_KEY", "")
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1)
 UPLOAD_MAX_FILES = env_int("UPLOAD_MAX_FILES", 20, minimum=1)
+# A body sent where none is read (an API action, GET, DELETE): refused with 413 past this.
+NO_BODY_MAX_BYTES = env_int("NO_BODY_MAX_BYTES", 64 * 1024, minimum=0)
+# What is left unread of any request body is read and dropped up to this, so the connection
+# stays usable (apps.core.middleware.UnreadBodyMiddleware); past it the server closes it.
+UNREAD_BODY_DRAIN_BYTES = env_int("UNREAD_BODY_DRAIN_BYTES", UPLOAD_MAX_BYTES, minimum=0)
 INGEST_MAX_UNZIPPED_BYTES = env_int("INGEST_MAX_UNZIPPED_BYTES", 200 * 1024 * 1024, minimum=1)
 # Processes that read PDFs' text layers beside the worker's threads (apps.pipeline.parsing.offload):
 # pypdf is pure Python and would hold the interpreter lock against the thread embedding another
@@ -175,7 +180,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "apps.core.middleware.UnreadBodyMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "apps.core.middleware.PageMethodsMiddleware",
     "apps.core.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -1,5 +1,6 @@
-"""Two response policies applied to every request: a database outage answers 503 (never a
-traceback), and every page carries a Content-Security-Policy."""
+"""Response policies applied to every request: a database outage answers 503 (never a
+traceback), every page carries a Content-Security-Policy, pages answer only the methods a form
+sends, and an unread request body is read and dropped so the connection stays usable."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import logging
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.template.loader import render_to_string
 
 log = logging.getLogger(__name__)
@@ -58,3 +59,47 @@ class ContentSecurityPolicyMiddleware:
             docs = request.path.startswith(settings.CSP_DOCS_PATHS)
             response["Content-Security-Policy"] = settings.CSP_DOCS_POLICY if docs else settings.CSP_POLICY
         return response
+
+
+class UnreadBodyMiddleware:
+    """Reads and drops what a view left unread of the request body, up to UNREAD_BODY_DRAIN_BYTES.
+
+    gunicorn answers with `Connection: keep-alive`, then drains at most 64 KB of an unread body
+    before it reuses the connection; past that it closes it, and the client's next request on
+    it fails. Reading the rest here keeps the connection good for anything the server accepts
+    (NO_BODY_MAX_BYTES refuses large bodies where none is read, apps.workspaces.api_base). A
+    remainder past the drain limit is left: gunicorn then closes the connection."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        _drain(request, settings.UNREAD_BODY_DRAIN_BYTES)
+        return response
+
+
+def _drain(request: HttpRequest, limit: int) -> None:
+    stream = getattr(request, "_stream", None)
+    if stream is None or hasattr(request, "_body"):  # nothing sent, or read whole (request.body)
+        return
+    try:
+        while limit > 0 and (chunk := stream.read(min(64 * 1024, limit))):
+            limit -= len(chunk)
+    except OSError:  # the client went away: no connection left to keep
+        pass
+
+
+class PageMethodsMiddleware:
+    """Pages are HTML forms, which send GET and POST only: any other method on a page (every
+    path outside /api/, the admin's included) is a 405, not a page rendered as if it were a GET."""
+
+    ALLOWED = ("GET", "HEAD", "POST")
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if request.method not in self.ALLOWED and not request.path.startswith("/api/"):
+            return HttpResponseNotAllowed(self.ALLOWED)
+        return self.get_response(request)

@@ -148,6 +148,8 @@ class DocumentDetailAPI(WorkspaceAPIView):
 class DocumentReindexAPI(WorkspaceAPIView):
     """POST: queue one settled document for ingestion again."""
 
+    takes_body = False
+
     @extend_schema(operation_id="documents_reindex", request=None, responses={202: QueuedSerializer} | error_responses(403))
     def post(self, request, workspace_id, document_id):
         count = services.document_reindex(workspace=request.workspace, actor=request.membership, document_id=document_id)
@@ -157,6 +159,7 @@ class DocumentReindexAPI(WorkspaceAPIView):
 class WorkspaceReindexAPI(WorkspaceAPIView):
     """POST: queue every settled document of the workspace (admins and owners)."""
 
+    takes_body = False
     write_operation = "reindex_all"
 
     @extend_schema(operation_id="documents_reindex_all", request=None, responses={202: QueuedSerializer} | error_responses(403))

@@ -156,6 +156,7 @@ class EvalSetDetailAPI(WorkspaceAPIView):
 
 class EvalRunListCreateAPI(WorkspaceAPIView):
     serializer_class = EvalRunSerializer
+    takes_body = False  # POST starts a run of the set in the URL
 
     def get_queryset(self):
         eval_set = access_eval_set(self.request.workspace, self.kwargs["set_id"])
@@ -188,6 +189,7 @@ class EvalRunDetailAPI(WorkspaceAPIView):
 class EvalRunApplyAPI(WorkspaceAPIView):
     """POST: apply the run's recommended gate and CRAG thresholds (owners and admins; audited)."""
 
+    takes_body = False
     write_operation = "apply_evaluation"
 
     @extend_schema(

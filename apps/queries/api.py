@@ -347,6 +347,8 @@ class QueryDetailAPI(WorkspaceAPIView):
 
 
 class QueryReverifyAPI(WorkspaceAPIView):
+    takes_body = False
+
     serializer_class = QueryRunSerializer
     write_operation = "reverify"
 

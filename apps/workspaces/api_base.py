@@ -8,9 +8,11 @@ because DRF imports the authentication classes, which import services, which imp
 
 from __future__ import annotations
 
+from django.conf import settings
 from rest_framework import generics, mixins
 
 from apps.core.credentials import WorkspaceCredential
+from apps.core.errors import ApplicationError
 from apps.workspaces.models import Membership
 from apps.workspaces.tenancy import SAFE_METHODS, KeyMembership, operation_role, require, resolve_key_membership, resolve_membership
 
@@ -24,6 +26,7 @@ class WorkspaceAPIView(generics.GenericAPIView):
 
     read_operation = "read"  # safe methods
     write_operation = "contribute"  # everything else (see tenancy.OPERATIONS)
+    takes_body = True  # False where a POST is an action with no input (its schema says request=None)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -33,6 +36,7 @@ class WorkspaceAPIView(generics.GenericAPIView):
         super().initial(request, *args, **kwargs)
         membership = resolve_api_membership(request, workspace_id=kwargs["workspace_id"])
         require(membership, self.read_operation if request.method in SAFE_METHODS else self.write_operation)
+        refuse_unwanted_body(request, wanted=self.takes_body and request.method not in (*SAFE_METHODS, "DELETE"))
         request.workspace = membership.workspace
         request.membership = membership
 
@@ -49,6 +53,22 @@ class WorkspaceAPIView(generics.GenericAPIView):
 
     def get_serializer_context(self):
         return super().get_serializer_context() | {"workspace": getattr(self.request, "workspace", None)}
+
+
+def refuse_unwanted_body(request, *, wanted: bool) -> None:
+    """A request that carries a body where none is read: refused past NO_BODY_MAX_BYTES, so a
+    client learns it sent something that was never looked at (what is sent is still read and
+    dropped, apps.core.middleware.UnreadBodyMiddleware, and the connection stays usable)."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if not wanted and length > settings.NO_BODY_MAX_BYTES:
+        raise ApplicationError(
+            f"This request takes no body; send none (bodies over {settings.NO_BODY_MAX_BYTES // 1024} KB are refused).",
+            status=413,
+            code="too_large",
+        )
 
 
 def resolve_api_membership(request, *, workspace_id) -> Membership | KeyMembership:

@@ -1,7 +1,7 @@
 """Generated walks, not hand lists: every route of the URLconf (and every path of the OpenAPI
 schema), with every method, every kind of credential and every way a client asks for a format
 (`Accept: application/json`, `Accept: text/html`, `?format=api`), answers 2xx, 3xx or 4xx and
-never a server error. A new route joins the walk by being in the URLconf."""
+never a server error; a page (anything outside /api/) answers PUT, PATCH and DELETE with 405. A new route joins the walk by being in the URLconf."""
 
 from __future__ import annotations
 
@@ -127,6 +127,8 @@ def test_no_route_answers_any_method_credential_or_format_with_a_server_error(pe
                 # /healthz answers 503 by design while a service it checks is down (no worker runs here).
                 if response.status_code >= 500 and not (path == "/healthz" and response.status_code == 503):
                     failures.append(f"{method} {path} [{fmt}] → {response.status_code}")
+                if method in ("PUT", "PATCH", "DELETE") and not path.startswith("/api/") and response.status_code != 405:
+                    failures.append(f"{method} {path} [{fmt}] → {response.status_code}: a page answers only GET and POST")
     assert failures == []
     assert sent > 1000
 

@@ -54,6 +54,11 @@ class WorkspaceSettingsForm(forms.Form):
             ("chunk_size", "chunk_overlap"),
         ),
         ("Scanned documents", "PDF pages without a text layer are read by OCR (Tesseract) in this language.", ("ocr_language",)),
+        (
+            "Limits per document",
+            "What one document may cost to index; a larger one fails with a message saying which limit it passed.",
+            ("max_document_chunks", "max_sheet_cells"),
+        ),
     )
 
     def __init__(self, data=None, *, options: WorkspaceSettings, read_only: bool = False):

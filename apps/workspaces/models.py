@@ -102,6 +102,11 @@ class WorkspaceSettings(models.Model):
     risk_medium_cutoff = models.FloatField(default=0.5)
     # Tesseract's language code(s) for the PDF pages read by OCR: "eng", "deu", "deu+eng".
     ocr_language = models.CharField(max_length=60, default="eng")
+    # What one document may cost to ingest: past either, it fails with a message naming the
+    # limit, before it is embedded (a 1,000,000-column CSV made 20,973 chunks and held a worker
+    # for many minutes and gigabytes).
+    max_document_chunks = models.PositiveIntegerField(default=5000)
+    max_sheet_cells = models.PositiveIntegerField(default=500_000)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -110,6 +115,9 @@ class WorkspaceSettings(models.Model):
             models.CheckConstraint(condition=models.Q(locator_threshold__gte=0, locator_threshold__lte=100), name="settings_locator_0_100"),
             models.CheckConstraint(condition=models.Q(gate_threshold__gte=0, gate_threshold__lte=1), name="settings_gate_0_1"),
             models.CheckConstraint(condition=models.Q(rerank_top_n__gte=1), name="settings_top_n_positive"),
+            models.CheckConstraint(
+                condition=models.Q(max_document_chunks__gte=1, max_sheet_cells__gte=1), name="settings_document_limits_positive"
+            ),
             models.CheckConstraint(
                 condition=models.Q(crag_lower__gte=0, crag_lower__lte=models.F("crag_upper"), crag_upper__lte=1),
                 name="settings_crag_lower_le_upper",

@@ -182,6 +182,20 @@ SETTINGS: dict[str, Setting] = {
         "OCR language",
         "Tesseract's language of scanned PDF pages: eng, deu, fra…, or several as deu+eng. Re-index a document to read it again.",
     ),
+    "max_document_chunks": Setting(
+        int,
+        1,
+        100_000,
+        "Passages per document at most",
+        "A document that would make more passages fails with a message, before it is embedded; raise this to index it.",
+    ),
+    "max_sheet_cells": Setting(
+        int,
+        1,
+        20_000_000,
+        "Spreadsheet cells per document at most",
+        "Cells read from one spreadsheet (XLSX, CSV), empty ones included; a larger one fails with a message.",
+    ),
 }
 CHUNKING = ("chunk_size", "chunk_overlap")
 

@@ -38,8 +38,9 @@ def workspace_home(request):
     return redirect("ask", slug=request.workspace.slug)
 
 
-@workspace_view(write="manage_members")
+@workspace_view(read="manage_members", write="manage_members")
 def members(request):
+    """Who is in the workspace, with their e-mail addresses: for admins and owners, as in the API."""
     form = MemberAddForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         added = call_service(form, services.membership_add, workspace=request.workspace, actor=request.membership, **form.cleaned_data)
@@ -97,7 +98,7 @@ def workspace_settings(request):
     return render(request, "workspaces/settings.html", {"form": form}, status=400 if form.errors else 200)
 
 
-@workspace_view(write="manage_settings")
+@workspace_view(read="manage_settings", write="manage_settings")
 def providers(request):
     options = settings_get(workspace=request.workspace)
     form = ProvidersForm(request.POST or None, initial={"provider_order": options.provider_order.replace(",", ", ")})

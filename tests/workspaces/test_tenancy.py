@@ -64,7 +64,7 @@ def page_urls(p, o) -> list[tuple[str, str]]:
     ]
 
 
-ADMIN_ONLY_PAGES = ("api_keys_page",)
+ADMIN_ONLY_PAGES = ("api_keys_page", "members", "providers")
 ADMIN_ONLY_API = ("api_members", "api_member", "api_keys", "api_key")
 
 
@@ -220,3 +220,16 @@ def test_every_workspace_route_of_the_urlconf_is_in_the_walks(personas, objects)
     assert len(routes["api"]) > 15, routes
     assert routes["page"] - walked_pages == set(), "pages missing from the outsider / viewer / anonymous walk"
     assert routes["api"] - walked_api == set(), "endpoints missing from the outsider / viewer / anonymous walk"
+
+
+@pytest.mark.parametrize("who", ["viewer", "member", "admin", "owner"])
+def test_who_may_see_the_members_is_one_rule_on_the_page_and_in_the_api(personas, who):
+    """The members page and the API's members list show e-mail addresses: both to admins and
+    owners only."""
+    client = personas.client(who)
+    page = client.get(reverse("members", args=[personas.workspace_a.slug]))
+    api = client.get(reverse("api_members", args=[personas.workspace_a.pk]))
+    allowed = who in ("admin", "owner")
+    assert (page.status_code, api.status_code) == ((200, 200) if allowed else (403, 403))
+    assert (personas.viewer.user.email in page.content.decode()) == allowed
+    assert (personas.viewer.user.email in api.content.decode()) == allowed

@@ -111,11 +111,20 @@ def read_json(text: str, *, max_depth: int = MAX_JSON_DEPTH):
     if nests_deeper_than(text, max_depth):
         raise JSONUnreadable(f"it nests more than {max_depth} levels deep")
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_object_with_text_keys)
     except RecursionError:  # cannot happen below max_depth; kept so it never becomes a 500
         raise JSONUnreadable(f"it nests more than {max_depth} levels deep") from None
     except ValueError as exc:
         raise JSONUnreadable(getattr(exc, "msg", str(exc))) from None
+
+
+def _object_with_text_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are all text a database can hold: a lone surrogate (a valid JSON
+    escape, "\\udfff") or a control character in a key is refused as it is in a value."""
+    for key, _ in pairs:
+        if problem := text_problem(key):
+            raise JSONUnreadable(f"a key {problem.rstrip('.')}")
+    return dict(pairs)
 
 
 def nests_deeper_than(text: str, limit: int) -> bool:

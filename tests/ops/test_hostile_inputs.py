@@ -477,6 +477,11 @@ def eval_cases(extension: str) -> dict[str, tuple[str, bytes, bool]]:
             # A CSV holds only text: 123 is the question "123". A missing expected answer or source is none.
             refuse = (field == "answerable" and value is not True) or (field == "question" and kind != "csv")
             cases[f"{field} as {name}"] = (f"set{extension}", hostile.eval_file(kind, rows), refuse)
+    if kind != "csv":  # JSON keys: the API refuses these in a request body, and so does an evaluation set
+        for name in sorted(hostile.UNSTORABLE):
+            key = hostile.json_string(hostile.TEXT[name]).encode()
+            data = hostile.eval_file(kind, [hostile.VALID_ROW]).replace(b'"question"', key + b': 1, "question"', 1)
+            cases[f"a key holding {name}"] = (f"key{extension}", data, True)
     deep = b"[" * 100_000 + b"]" * 100_000
     cases |= {
         "nested 100,000 deep": (f"deep{extension}", deep if kind != "csv" else b"question,answerable\n" + deep + b",true", kind != "csv"),

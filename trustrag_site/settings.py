@@ -72,6 +72,9 @@ NO_BODY_MAX_BYTES = env_int("NO_BODY_MAX_BYTES", 64 * 1024, minimum=0)
 # What is left unread of any request body is read and dropped up to this, so the connection
 # stays usable (apps.core.middleware.UnreadBodyMiddleware); past it the server closes it.
 UNREAD_BODY_DRAIN_BYTES = env_int("UNREAD_BODY_DRAIN_BYTES", UPLOAD_MAX_BYTES, minimum=0)
+# The worker's memory (RSS) at which the ingestion under way stops with a message; 0 turns the
+# watch off. Per document, the workspace's max_document_chunks and max_sheet_cells apply first.
+WORKER_MAX_MEMORY_MB = env_int("WORKER_MAX_MEMORY_MB", 2048, minimum=0)
 INGEST_MAX_UNZIPPED_BYTES = env_int("INGEST_MAX_UNZIPPED_BYTES", 200 * 1024 * 1024, minimum=1)
 # Processes that read PDFs' text layers beside the worker's threads (apps.pipeline.parsing.offload):
 # pypdf is pure Python and would hold the interpreter lock against the thread embedding another
@@ -88,6 +91,10 @@ OCR_MAX_PAGES = env_int("OCR_MAX_PAGES", 100, minimum=1)
 OCR_TIME_LIMIT_S = env_int("OCR_TIME_LIMIT_S", 600, minimum=1)
 OCR_DPI = env_int("OCR_DPI", 300, minimum=72, maximum=600)
 OCR_THREADS = env_int("OCR_THREADS", 1, minimum=1, maximum=64)
+# A page drawn for OCR may have at most this many pixels (at OCR_DPI): a larger one is refused
+# before it is drawn. pdftoppm and Tesseract each run with at most OCR_MAX_MEMORY_MB of memory.
+OCR_MAX_PAGE_PIXELS = env_int("OCR_MAX_PAGE_PIXELS", 40_000_000, minimum=1_000_000)
+OCR_MAX_MEMORY_MB = env_int("OCR_MAX_MEMORY_MB", 1024, minimum=128)
 QUERY_REQUEUE_QUEUED_AFTER_S = env_int("QUERY_REQUEUE_QUEUED_AFTER_S", 30, minimum=5)
 QUERY_GIVE_UP_AFTER_S = env_int("QUERY_GIVE_UP_AFTER_S", 3600, minimum=60)
 REAPER_INTERVAL_S = env_int("REAPER_INTERVAL_S", 60, minimum=1)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import PurePath
 
+import psutil
 from django.conf import settings
 from django.core.files.base import ContentFile
 from django.db import connection, transaction
@@ -125,10 +126,15 @@ def _ingest_claimed(workspace: Workspace, document_id) -> Document | None:
     # U+FFFD, one for one, so chunk offsets and citations still point where they did.
     extracted = replace(extracted, text=storable(extracted.text))
     drafts = chunk_text(extracted.text, size=options.chunk_size, overlap=options.chunk_overlap)
+    if len(drafts) > options.max_document_chunks:
+        return _mark_failed(document, _too_many_chunks(document, len(drafts), options.max_document_chunks))
     # Each chunk is embedded whole (for retrieval) and unit by unit (for reranking and the stages
     # after it, which then embed only the question); a table row is read under its heading line.
     groups = [[d.text, *unit_reads(d.text, passage_header(d.text, d.start, extracted.text))] for d in drafts]
-    embedded = _embed_with_progress(document, groups)
+    try:
+        embedded = _embed_with_progress(document, groups)
+    except OverBudget as exc:
+        return _mark_failed(document, str(exc))
     vectors = [group[0] for group in embedded]
     with transaction.atomic():  # the locations change with the chunks that cite them, never before
         _locations_write(document, extracted)
@@ -277,7 +283,31 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
             if finished:
                 done += sum(future.result() for future in finished)
                 _progress(document, len(groups) * done // len(texts), len(groups))
+                _check_memory(document)
     return [vectors[[position[text] for text in group]] for group in groups]
+
+
+class OverBudget(Exception):
+    """An ingestion passed one of its limits; the message names it and says how to raise it."""
+
+
+def _too_many_chunks(document: Document, count: int, limit: int) -> str:
+    return (
+        f"“{document.filename}” makes {count:,} passages, more than the {limit:,} this workspace indexes from one document "
+        "(the setting “Passages per document at most”). Split it into smaller files and upload those, or an admin raises "
+        "the limit in the workspace's settings and re-indexes it."
+    )
+
+
+def _check_memory(document: Document) -> None:
+    """The worker's memory, read as each batch ends: past WORKER_MAX_MEMORY_MB the ingestion under
+    way stops (and frees what it holds) rather than let one file take the machine."""
+    limit = settings.WORKER_MAX_MEMORY_MB
+    if limit and (used := psutil.Process().memory_info().rss) > limit * 2**20:
+        raise OverBudget(
+            f"Indexing “{document.filename}” stopped: the worker's memory reached {used // 2**20:,} MB, over its limit of "
+            f"{limit:,} MB (WORKER_MAX_MEMORY_MB). Re-index it when fewer documents are being indexed, or split it into smaller files."
+        )
 
 
 def _progress(document: Document, done: int, total: int, unit: str = "chunks") -> None:
@@ -297,11 +327,14 @@ def _extract(document: Document, options) -> Extracted:
             time_limit_s=settings.OCR_TIME_LIMIT_S,
             dpi=settings.OCR_DPI,
             threads=settings.OCR_THREADS,
+            max_page_pixels=settings.OCR_MAX_PAGE_PIXELS,
+            max_memory_bytes=settings.OCR_MAX_MEMORY_MB * 2**20,
         )
     return extract(
         document.filename,
         _read(document),
         max_unzipped_bytes=settings.INGEST_MAX_UNZIPPED_BYTES,
+        max_sheet_cells=options.max_sheet_cells,
         ocr=ocr,
         on_ocr_page=lambda done, total: _progress(document, done, total, unit="pages"),
         parser_processes=settings.PARSER_PROCESSES,

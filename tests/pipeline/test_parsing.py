@@ -303,6 +303,32 @@ def test_a_pdf_of_blank_pages_is_refused_after_ocr_finds_nothing():
     assert "has no text layer and OCR found no text on its 2 page(s): they look blank" in message
 
 
+def test_a_5000_point_scanned_page_is_refused_before_it_is_drawn():
+    """At 300 dpi the page would be a 434-million-pixel image (a decompression bomb for OCR)."""
+    import time
+
+    writer = PdfWriter()
+    writer.add_blank_page(width=5000, height=5000)
+    started = time.monotonic()
+    message = _refusal("poster.pdf", _pdf_bytes(writer), ocr=OcrOptions())
+    assert "Page 1 of “poster.pdf” is 5,000 × 5,000 points" in message
+    assert "434 million pixels, over this server's limit of 40 million for one page (OCR_MAX_PAGE_PIXELS)" in message
+    assert time.monotonic() - started < 5
+
+
+def test_a_page_under_the_pixel_limit_is_drawn_and_read():
+    writer = PdfWriter()
+    writer.add_blank_page(width=1440, height=1440)  # 20 inches: 36 million pixels at 300 dpi
+    assert "they look blank" in _refusal("wide.pdf", _pdf_bytes(writer), ocr=OcrOptions(dpi=300))
+
+
+def test_ocr_that_needs_more_memory_than_its_limit_fails_with_a_message():
+    writer = PdfWriter()
+    writer.add_blank_page(width=612, height=792)
+    message = _refusal("scan.pdf", _pdf_bytes(writer), ocr=OcrOptions(max_memory_bytes=8 * 2**20))
+    assert "needs more memory for OCR than this server allows one page (8 MB, OCR_MAX_MEMORY_MB)" in message
+
+
 def test_a_truncated_word_document_is_refused_as_damaged():
     data = _bytes("docx/word_sample.docx")
     assert "is damaged and cannot be read as a Word document" in _refusal("cut.docx", data[: len(data) * 6 // 10])

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import openpyxl
 import pptx
-import pytesseract
 import pytest
 from pptx.util import Inches
 
-from apps.pipeline.parsing import Location, OcrOptions, ParseError, describe_span, extract, sheets, sniff_kind
+from apps.pipeline.parsing import Location, OcrOptions, ParseError, describe_span, extract, ocr, sheets, sniff_kind
 from tests.pipeline.test_parsing import _bytes, _refusal, _rezip
 from tests.scans import original_text, recovered_share, scanned_pdf, with_text_page_first
 
@@ -114,7 +113,7 @@ def test_ocr_past_the_time_limit_stops_with_a_message():
 
 
 def test_a_server_without_tesseract_says_so_and_how_to_install_it(monkeypatch):
-    monkeypatch.setattr(pytesseract.pytesseract, "tesseract_cmd", "/nonexistent/tesseract")
+    monkeypatch.setattr(ocr, "TESSERACT", "/nonexistent/tesseract")
     message = _refusal("scan.pdf", scanned_pdf(SCANNED, dpi=50), ocr=OcrOptions())
     assert "has scanned pages that need OCR, but OCR is not installed on this server" in message
     assert "scripts/install-ocr.sh" in message
@@ -231,11 +230,23 @@ def test_a_semicolon_csv_with_an_unnamed_column_is_read():
     assert text == "Day: Monday; column 2: early; Height: 1,2"
 
 
-def test_a_spreadsheet_over_the_cell_cap_is_refused(monkeypatch):
-    monkeypatch.setattr(sheets, "MAX_CELLS", 50)
+def test_a_spreadsheet_over_the_cell_cap_is_refused_naming_the_setting():
     data = _workbook({"Big": [[f"r{row}c{column}" for column in range(10)] for row in range(10)]})
-    assert "has more than 50 cells, more than this server reads from one spreadsheet" in _refusal("big.xlsx", data)
-    assert "has more than 50 cells" in _refusal("big.csv", "\n".join(",".join("x" * 10) for _ in range(10)).encode())
+    assert "has more than 50 cells, the most this workspace reads" in _refusal("big.xlsx", data, max_sheet_cells=50)
+    message = _refusal("big.csv", "\n".join(",".join("x" * 10) for _ in range(10)).encode(), max_sheet_cells=50)
+    assert "has more than 50 cells" in message
+    assert "Spreadsheet cells per document at most" in message
+    assert extract("big.csv", b"a,b\n1,2\n", max_sheet_cells=4).text == "a: 1; b: 2", "at the cap is read"
+
+
+def test_a_csv_of_a_million_columns_is_refused_in_seconds_at_the_default_cap():
+    import time
+
+    data = ("h," * 1_000_000 + "h\n" + "1," * 1_000_000 + "1\n").encode()
+    started = time.monotonic()
+    message = _refusal("wide.csv", data)
+    assert f"more than {sheets.MAX_CELLS:,} cells" in message
+    assert time.monotonic() - started < 10
 
 
 def test_a_workbook_zip_bomb_is_refused_before_it_is_unpacked():

@@ -17,7 +17,7 @@ from apps.pipeline.parsing.markup import extract_html
 from apps.pipeline.parsing.ocr import OcrOptions, Progress, installed_languages
 from apps.pipeline.parsing.pdf import extract_pdf
 from apps.pipeline.parsing.plain import extract_text_file
-from apps.pipeline.parsing.sheets import extract_csv, extract_xlsx
+from apps.pipeline.parsing.sheets import MAX_CELLS, extract_csv, extract_xlsx
 from apps.pipeline.parsing.slides import extract_pptx
 from apps.pipeline.parsing.word import extract_docx
 
@@ -64,6 +64,7 @@ def extract(
     data: bytes,
     *,
     max_unzipped_bytes: int = 200 * 1024 * 1024,
+    max_sheet_cells: int = MAX_CELLS,
     ocr: OcrOptions | None = None,
     on_ocr_page: Progress | None = None,
     parser_processes: int = 0,
@@ -71,14 +72,18 @@ def extract(
     """The text of a file, by the kind its extension names (its content must agree). `ocr` None
     leaves PDF pages without a text layer unread (and the PDF refused); `on_ocr_page` hears
     (pages read, pages to read) as OCR goes; `parser_processes` read a PDF's text layer outside
-    this process (parsing.offload), 0 in it."""
+    this process (parsing.offload), 0 in it; a spreadsheet of more than `max_sheet_cells` cells
+    is refused."""
     check_supported(filename)
     if not data:
         raise ParseError(f"“{filename}” is empty (0 bytes). Check that you picked the right file and upload it again.")
     kind = _KIND_OF_EXTENSION[PurePath(filename).suffix.lower()]
     if kind == "pdf":
         return extract_pdf(filename, data, ocr, on_ocr_page, parser_processes)
-    if kind in ("docx", "xlsx", "pptx"):
-        reader = {"docx": extract_docx, "xlsx": extract_xlsx, "pptx": extract_pptx}[kind]
-        return reader(filename, data, max_unzipped_bytes)
-    return {"html": extract_html, "csv": extract_csv, "text": extract_text_file}[kind](filename, data)
+    if kind == "xlsx":
+        return extract_xlsx(filename, data, max_unzipped_bytes, max_sheet_cells)
+    if kind == "csv":
+        return extract_csv(filename, data, max_sheet_cells)
+    if kind in ("docx", "pptx"):
+        return {"docx": extract_docx, "pptx": extract_pptx}[kind](filename, data, max_unzipped_bytes)
+    return {"html": extract_html, "text": extract_text_file}[kind](filename, data)

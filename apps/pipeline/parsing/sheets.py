@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 import datetime
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import openpyxl
 from openpyxl.utils import get_column_letter
@@ -16,9 +16,10 @@ from apps.pipeline.parsing.base import Extracted, Location, ParseError, assemble
 from apps.pipeline.parsing.plain import decode_text
 from apps.pipeline.parsing.word import check_office_archive, damaged_office
 
-# Cells visited (empty ones too) in one file: past it, a sheet is more than a reader can use, and
-# more than ingestion should spend its time on.
-MAX_CELLS = 2_000_000
+# Cells visited (empty ones too) in one file, unless the caller says otherwise (a workspace's
+# "max_sheet_cells"): past it, a sheet is more than a reader can use, and more than ingestion
+# should spend its time and memory on.
+MAX_CELLS = 500_000
 # A title line above the table ("Stanley Cups,,") stops short of the header row below it.
 _HEADER_SEARCH_ROWS = 5
 _CSV_DELIMITERS = ",;\t|"
@@ -26,9 +27,9 @@ _CSV_DELIMITERS = ",;\t|"
 Row = tuple[int, list[str]]  # (row number in its sheet, its cells as text)
 
 
-def extract_xlsx(filename: str, data: bytes, max_unzipped_bytes: int) -> Extracted:
+def extract_xlsx(filename: str, data: bytes, max_unzipped_bytes: int, max_cells: int = MAX_CELLS) -> Extracted:
     check_office_archive(filename, data, "xlsx", max_unzipped_bytes)
-    counter = _CellCounter(filename)
+    counter = _CellCounter(filename, max_cells)
     texts, locations = [], []
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
@@ -44,9 +45,9 @@ def extract_xlsx(filename: str, data: bytes, max_unzipped_bytes: int) -> Extract
     return _finish(filename, "xlsx", texts, locations)
 
 
-def extract_csv(filename: str, data: bytes) -> Extracted:
+def extract_csv(filename: str, data: bytes, max_cells: int = MAX_CELLS) -> Extracted:
     text, encoding = decode_text(filename, data, "csv")
-    counter = _CellCounter(filename)
+    counter = _CellCounter(filename, max_cells)
     texts, locations = [], []
     try:
         rows = _numbered(counter.count(row) for row in csv.reader(io.StringIO(text, newline=""), _dialect(text)))
@@ -59,18 +60,18 @@ def extract_csv(filename: str, data: bytes) -> Extracted:
 
 
 class _CellCounter:
-    def __init__(self, filename: str):
-        self.filename, self.seen = filename, 0
+    def __init__(self, filename: str, limit: int):
+        self.filename, self.limit, self.seen = filename, limit, 0
 
-    def count(self, row: Iterable) -> list[str]:
-        cells = [_cell_text(value) for value in row]
-        self.seen += len(cells)
-        if self.seen > MAX_CELLS:
+    def count(self, row: Sequence) -> list[str]:
+        self.seen += len(row)  # counted before the cells are read: a row of a million is refused at once
+        if self.seen > self.limit:
             raise ParseError(
-                f"“{self.filename}” has more than {MAX_CELLS:,} cells, more than this server reads from one spreadsheet. "
-                "Split it into smaller files (or delete the empty rows and columns) and upload those."
+                f"“{self.filename}” has more than {self.limit:,} cells, the most this workspace reads from one spreadsheet "
+                "(the setting “Spreadsheet cells per document at most”). Split it into smaller files, or delete its empty "
+                "rows and columns, and upload those; or ask an admin to raise the limit."
             )
-        return cells
+        return [_cell_text(value) for value in row]
 
 
 def _numbered(rows: Iterable[list[str]]) -> list[Row]:

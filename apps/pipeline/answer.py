@@ -5,7 +5,8 @@ with every collaborator passed in (`Tools`) and every setting in force passed in
 (`AnswerSettings`), and returns the whole trace (`AnswerTrace`). It knows no Django: the caller
 (queries.services) loads the workspace's settings, builds the tools, persists the run and writes
 the audit record. `retrieve_and_rerank()` is its first two stages alone, for callers that score
-an answer written elsewhere (`assess()`) or measure retrieval.
+an answer written elsewhere (`assess()`) or measure retrieval; `reverify()` judges an answer
+given earlier again, against its sources' current text, with the judge `answer()` uses.
 """
 
 from __future__ import annotations
@@ -237,6 +238,33 @@ def assess(question: str, answer_text: str, *, settings: AnswerSettings, tools: 
     return Assessment(claims=verified, trust=_trust(given, verified, pool, settings.trust), sources=sources)
 
 
+@dataclass(frozen=True)
+class Reverification:
+    """An earlier answer's claims judged again, its trust scored again, and by which judge."""
+
+    claims: list[VerifiedClaim]
+    trust: Trust
+    judge: str
+    attempts: list[dict]  # the judge's provider calls, as the run's attempts list them
+    ms: float
+
+
+def reverify(given: Answer, sources: list[Candidate], *, retrieval: float | None, settings: AnswerSettings, tools: Tools) -> Reverification:
+    """Locate and judge `given`'s claims again against `sources` as they read now, as `answer`
+    verifies its own; retrieval's share of the trust stays what it was when the answer was made."""
+    started = time.perf_counter()
+    judge = claim_judge(tools)
+    verified = verify_answer(given, sources, locator_threshold=settings.locator_threshold, judge=judge)
+    trust = trust_score(retrieval=retrieval, agreement=source_agreement(verified), verified=verified, refused=False, weights=settings.trust)
+    attempts = [asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])]
+    return Reverification(verified, trust, judge.name, attempts, round((time.perf_counter() - started) * 1000, 2))
+
+
+def claim_judge(tools: Tools):
+    """Who judges claims: an LLM when a provider can chat (the local judge behind it), else the local judge."""
+    return LLMJudge(tools.router, tools.local_judge) if tools.router.can_chat else tools.local_judge
+
+
 def _correct(question: str, retrieved: Retrieved, settings: AnswerSettings, tools: Tools, clock: StageClock):
     """Corrective RAG: classify retrieval, keep what bears on the question, ask the web when
     retrieval was not Correct and the workspace allows it. Returns the pool and its trace."""
@@ -372,7 +400,7 @@ def _generate_and_verify(question, gate, query_vector, pool, refined: dict, sett
     with clock.stage("generate") as note:
         reply, attempts = tools.router.generate(request, clock.text)
         note["detail"] = " → ".join(f"{a.provider} {a.outcome}" for a in attempts)
-    judge = LLMJudge(tools.router, tools.local_judge) if tools.router.can_chat else tools.local_judge
+    judge = claim_judge(tools)
     with clock.stage("verify") as note:
         verified = verify_answer(reply, sources, locator_threshold=settings.locator_threshold, judge=judge)
         note["detail"] = f"{sum(v.faithful for v in verified)} of {len(verified)} claims faithful, judged by {judge.name}"

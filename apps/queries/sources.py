@@ -8,9 +8,7 @@ new run with its own audit record linked to the original, which stays as it was.
 
 from __future__ import annotations
 
-import time
 import uuid
-from dataclasses import asdict
 
 from django.db import transaction
 from django.utils import timezone
@@ -19,10 +17,8 @@ from apps.audits.selectors import audit_record_for_run
 from apps.audits.services import audit_record_create, audit_source_change_note
 from apps.core.errors import ApplicationError
 from apps.documents.models import Document
-from apps.pipeline.llm_judge import LLMJudge
-from apps.pipeline.trust import source_agreement, trust_score
+from apps.pipeline.answer import reverify
 from apps.pipeline.types import Answer, Candidate, Claim
-from apps.pipeline.verification import verify_answer
 from apps.queries.models import QueryRun, QueryStatus
 from apps.queries.services import answer_settings_for, claim_row, tools_for
 from apps.workspaces.models import Workspace
@@ -71,19 +67,17 @@ def query_run_reverify(*, workspace: Workspace, actor, run_id) -> QueryRun:
         raise ApplicationError("Only a settled answer can be re-verified; wait for it to finish.")
     if original.insufficient or not original.claims:
         raise ApplicationError("A refusal claims nothing, so there is nothing to re-verify.")
-    started = time.perf_counter()
     options = settings_get(workspace=workspace)
-    tools = tools_for(workspace, options)
-    judge = LLMJudge(tools.router, tools.local_judge) if tools.router.can_chat else tools.local_judge
     changes = source_changes_of(workspace=workspace, sources=original.sources)
     claims = [Claim(text=c["text"], source=c["source"], quote=c["quote"]) for c in original.claims]
     given = Answer(text=original.answer, claims=tuple(claims), insufficient=False, provider=original.provider)
-    verified = verify_answer(given, _current_sources(workspace, original.sources), locator_threshold=options.locator_threshold, judge=judge)
-    rows = [_with_deletion(claim_row(v), changes) for v in verified]
-    weights = answer_settings_for(options).trust
     retrieval = (original.trust or {}).get("retrieval")
-    trust = trust_score(retrieval=retrieval, agreement=source_agreement(verified), verified=verified, refused=False, weights=weights)
-    ms = round((time.perf_counter() - started) * 1000, 2)
+    settings = answer_settings_for(options)
+    done = reverify(
+        given, _current_sources(workspace, original.sources), retrieval=retrieval, settings=settings, tools=tools_for(workspace, options)
+    )
+    rows = [_with_deletion(claim_row(v), changes) for v in done.claims]
+    trust, ms = done.trust, done.ms
     user = getattr(actor, "user", None)
     label = user.get_username() if user else getattr(getattr(actor, "api_key", None), "label", "anonymous")
     with transaction.atomic():
@@ -101,9 +95,9 @@ def query_run_reverify(*, workspace: Workspace, actor, run_id) -> QueryRun:
             sources=[s | _change_of(s, changes) for s in original.sources],
             grounding=sum(r["faithful"] for r in rows) / len(rows),
             gate=original.gate,
-            attempts=[asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])],
+            attempts=done.attempts,
             stages=[
-                {"name": "verify", "status": "done", "ms": ms, "detail": f"re-verified against the current text, judged by {judge.name}"}
+                {"name": "verify", "status": "done", "ms": ms, "detail": f"re-verified against the current text, judged by {done.judge}"}
             ],
             trust={
                 "retrieval": trust.retrieval,
@@ -124,7 +118,7 @@ def query_run_reverify(*, workspace: Workspace, actor, run_id) -> QueryRun:
             asked_by=user,
             actor_label=label,
             query_run_id=run.pk,
-            payload=_payload(run, original, record, options, judge.name),
+            payload=_payload(run, original, record, options, done.judge),
         )
     return run
 

@@ -53,6 +53,11 @@ class Document(TenantModel):
     # a spreadsheet row with its sheet, a slide), in page order; empty for kinds without units.
     locations = models.JSONField(default=list, blank=True)
     chunk_count = models.PositiveIntegerField(default=0)
+    # The workspace's chunk size and overlap its passages were cut with; null until it is indexed
+    # (or when that is not known). A document cut otherwise than the settings now say waits for a
+    # re-index (documents_reindex_pending).
+    indexed_chunk_size = models.PositiveIntegerField(null=True, blank=True)
+    indexed_chunk_overlap = models.PositiveIntegerField(null=True, blank=True)
     # Progress of the running ingestion: pages read by OCR, then chunks embedded; 0/0 while the text is extracted.
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)

@@ -5,14 +5,14 @@ from dataclasses import replace
 from django.db import connection, transaction
 from django.db.models import F, Func, JSONField, Q, QuerySet
 
-from apps.audits.selectors import audit_event_list
-from apps.documents.models import Chunk, Document, DocumentKind, UnitVectors
+from apps.documents.models import Chunk, Document, DocumentKind, DocumentStatus, UnitVectors
 from apps.documents.sql import hybrid_search
 from apps.pipeline.parsing import Location, describe_span
 from apps.pipeline.retrieval import RetrievalParams
 from apps.pipeline.text import is_table_row, passage_header, sentence_spans, table_header
 from apps.pipeline.types import Candidate
 from apps.workspaces.models import Workspace
+from apps.workspaces.selectors import settings_get
 from apps.workspaces.tenancy import access
 
 
@@ -109,10 +109,8 @@ def _opens_in_a_table(text: str) -> bool:
 
 
 def documents_reindex_pending(*, workspace: Workspace) -> bool:
-    """Whether documents were indexed before the last change of chunk size or overlap and
-    the workspace has not been re-indexed since."""
-    change = audit_event_list(workspace=workspace, actions=["settings.update"]).filter(data__reindex_needed=True).first()
-    if change is None:
-        return False
-    reindexed = audit_event_list(workspace=workspace, actions=["document.reindex"]).filter(data__all=True, created_at__gt=change.created_at)
-    return not reindexed.exists() and document_list(workspace=workspace).filter(created_at__lt=change.created_at).exists()
+    """Whether an indexed document was cut with another chunk size or overlap than the
+    workspace's settings now say (or with one not known): a re-index would cut it anew."""
+    options = settings_get(workspace=workspace)
+    current = Q(indexed_chunk_size=options.chunk_size, indexed_chunk_overlap=options.chunk_overlap)
+    return Document.objects.filter(workspace=workspace, status=DocumentStatus.READY).exclude(current).exists()

@@ -138,7 +138,8 @@ def _ingest_claimed(workspace: Workspace, document_id) -> Document | None:
     vectors = [group[0] for group in embedded]
     with transaction.atomic():  # the locations change with the chunks that cite them, never before
         _locations_write(document, extracted)
-        document_chunks_write(document=document, extracted=extracted, drafts=drafts, vectors=vectors)
+        chunking = (options.chunk_size, options.chunk_overlap)
+        document_chunks_write(document=document, extracted=extracted, drafts=drafts, vectors=vectors, chunking=chunking)
         with connection.cursor() as cursor:
             rows = [(d.ordinal, pack_vectors(group[1:])) for d, group in zip(drafts, embedded, strict=True)]
             unit_vectors_write(cursor, workspace_id=workspace.pk, document_id=document.pk, rows=rows, now=timezone.now())
@@ -354,12 +355,13 @@ class ChunkWrite:
     extracted: Extracted
     drafts: Sequence[ChunkDraft]
     vectors: Sequence
+    chunking: tuple[int | None, int | None] = (None, None)  # the chunk size and overlap the drafts were cut with
 
 
-def document_chunks_write(*, document: Document, extracted: Extracted, drafts, vectors) -> None:
+def document_chunks_write(*, document: Document, extracted: Extracted, drafts, vectors, chunking: tuple[int, int]) -> None:
     """Write a document's chunks, their vectors and keyword statistics, and mark it ready; all in
     one transaction: a re-run replaces them, never adds to them. Ingestion calls it."""
-    document_chunks_write_many(workspace=document.workspace, writes=[ChunkWrite(document, extracted, drafts, vectors)])
+    document_chunks_write_many(workspace=document.workspace, writes=[ChunkWrite(document, extracted, drafts, vectors, chunking)])
 
 
 def document_chunks_write_many(*, workspace: Workspace, writes: Sequence[ChunkWrite]) -> int:
@@ -381,7 +383,9 @@ def document_chunks_write_many(*, workspace: Workspace, writes: Sequence[ChunkWr
         documents_mark_written(
             cursor,
             workspace_id=workspace.pk,
-            documents=[(w.document.pk, w.extracted.kind, w.extracted.text, w.extracted.page_count, len(w.drafts)) for w in writes],
+            documents=[
+                (w.document.pk, w.extracted.kind, w.extracted.text, w.extracted.page_count, len(w.drafts), *w.chunking) for w in writes
+            ],
             status=DocumentStatus.READY,
             now=now,
         )

@@ -155,11 +155,11 @@ def test_rewriting_a_document_replaces_its_chunks_and_statistics_as_before(perso
     documents = {}
     for name, (extracted, drafts, vectors) in prepared.items():
         documents[name] = DocumentFactory(workspace=new, title=name)
-        document_chunks_write(document=documents[name], extracted=extracted, drafts=drafts, vectors=vectors)
+        document_chunks_write(document=documents[name], extracted=extracted, drafts=drafts, vectors=vectors, chunking=(800, 120))
         _old_write(DocumentFactory(workspace=old, title=name), extracted, drafts, vectors)
     extracted, drafts, vectors = _prepared("beavers", "Beavers gnaw trees with teeth that never stop growing.", 9)
 
-    document_chunks_write(document=documents["beavers"], extracted=extracted, drafts=drafts, vectors=vectors)
+    document_chunks_write(document=documents["beavers"], extracted=extracted, drafts=drafts, vectors=vectors, chunking=(800, 120))
     _old_write(Document.objects.get(workspace=old, title="beavers"), extracted, drafts, vectors)
 
     stored, reference = _stored(new), _stored(old)

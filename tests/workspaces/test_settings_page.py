@@ -208,3 +208,16 @@ def test_the_trust_weights_migration_moves_workspaces_at_the_old_defaults_and_ke
     assert weights(personas.workspace_b) == (0.4, 0.3, 0.5)
     migration.move_back(apps, None)
     assert weights(personas.workspace_a) == (0.4, 0.3, 0.3)
+
+
+def test_the_reindex_notice_follows_each_document_s_own_chunking(personas):
+    """The notice reads the chunking each document was cut with (stored on it), not the audit
+    trail: changing the chunking and changing it back asks for nothing."""
+    document, _ = documents.document_create(workspace=personas.workspace_a, actor=None, filename="a.txt", data=b"Some text.", enqueue=False)
+    indexed = documents.document_ingest(workspace=personas.workspace_a, document_id=document.pk)
+    assert (indexed.indexed_chunk_size, indexed.indexed_chunk_overlap) == (800, 120)
+    client = personas.client("admin")
+    post(client, personas, chunk_size=600, chunk_overlap=90)
+    assert "Re-index to apply the new chunking" in page_text(client.get(url()))
+    post(client, personas, chunk_size=800, chunk_overlap=120)
+    assert "Re-index to apply the new chunking" not in page_text(client.get(url()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -182,9 +183,11 @@ INSTALLED_APPS = [
     "apps.audits",
     "apps.evals",
     "apps.apikeys",
-    # The benchmark commands (dev and test only; the product never imports them).
-    "bench",
 ]
+# The benchmark commands, in a development tree only: the production image leaves `bench` out
+# (.dockerignore), and the product never imports it (tests/ops/test_architecture.py).
+if importlib.util.find_spec("bench") is not None:
+    INSTALLED_APPS.append("bench")
 
 MIDDLEWARE = [
     "apps.core.middleware.UnreadBodyMiddleware",

@@ -76,7 +76,7 @@ def _check_redis() -> dict:
 
 
 def _check_worker() -> dict:
-    from trustrag_site.celery import app
+    from celery import current_app as app  # the project's app (trustrag_site.celery): core imports nothing above it
 
     try:
         with app.connection_for_write(settings.CELERY_BROKER_URL) as conn:

@@ -540,7 +540,7 @@ def test_the_dockerfile_collectstatic_step_runs_without_starting_embedded_servic
 
 def test_dockerignore_keeps_local_state_out_but_lets_the_project_in():
     patterns = [line.strip() for line in DOCKERIGNORE.read_text().splitlines() if line.strip() and not line.startswith("#")]
-    for required in (".venv", "var", ".git", "tests/screenshots"):
+    for required in (".venv", "var", ".git", "tests", "bench", "training"):
         assert required in patterns
     assert any("__pycache__" in pattern for pattern in patterns)
     needed = ["requirements.txt", "manage.py", "trustrag_site", "apps", "static", "templates"]

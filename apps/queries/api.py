@@ -3,7 +3,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field, extend_schema_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
@@ -19,9 +19,15 @@ from apps.queries.sources import query_run_reverify
 from apps.workspaces.api_base import WorkspaceAPIView
 
 
+@extend_schema_serializer(deprecate_fields=["query"])
 class AskSerializer(serializers.Serializer):
     question = strict.TextField(max_length=4000, trim_whitespace=True, required=False)
-    query = strict.TextField(max_length=4000, trim_whitespace=True, required=False, help_text="the question (the original designs' name)")
+    query = strict.TextField(
+        max_length=4000,
+        trim_whitespace=True,
+        required=False,
+        help_text="deprecated: the question's name in the original designs; send `question`",
+    )
     mode = strict.ChoiceField(choices=QueryMode.choices, default=QueryMode.VERIFIED)
     enable_gating = strict.BooleanField(required=False, help_text="false is naive mode: no confidence gate")
     threshold_override = strict.FloatField(required=False, min_value=0.0, max_value=1.0)
@@ -155,6 +161,7 @@ class CitationSerializer(serializers.Serializer):
     end = serializers.IntegerField(allow_null=True)
 
 
+@extend_schema_serializer(deprecate_fields=["refusal_triggered", "confidence_score", "hallucination_risk"])
 class QueryRunSerializer(serializers.ModelSerializer):
     asked_by = serializers.SerializerMethodField(help_text="username, or the API key's label")
     claims = serializers.SerializerMethodField()
@@ -172,10 +179,12 @@ class QueryRunSerializer(serializers.ModelSerializer):
     reverify_url = serializers.SerializerMethodField(help_text="POST here to re-verify this answer against its sources' current text")
     audit_id = serializers.SerializerMethodField()
     url = serializers.SerializerMethodField()
-    # The names the original TrustRAG designs used, so their clients keep working.
-    refusal_triggered = serializers.SerializerMethodField()
-    confidence_score = serializers.SerializerMethodField(help_text="confidence in [0, 1]; null for a refusal, which claims nothing")
-    hallucination_risk = serializers.SerializerMethodField(help_text="Low, Medium or High; null for a refusal (see `refusal`)")
+    # The names the original TrustRAG designs used, kept (deprecated) so their clients keep working.
+    refusal_triggered = serializers.SerializerMethodField(help_text="deprecated: read `insufficient` (or `refusal`)")
+    confidence_score = serializers.SerializerMethodField(help_text="deprecated: read `confidence`")
+    hallucination_risk = serializers.SerializerMethodField(
+        help_text="deprecated: read `risk` (Low, Medium or High here; null for a refusal)"
+    )
     confidence = serializers.SerializerMethodField(help_text="null for a refusal")
     risk = serializers.SerializerMethodField(help_text="low, medium, high, or refused")
 

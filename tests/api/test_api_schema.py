@@ -108,3 +108,13 @@ def _fuzz(operation, mode, path_parameters, secret, failures) -> int:
 def _describe(exc: BaseException) -> str:
     inner = getattr(exc, "exceptions", None)
     return " | ".join(_describe(e) for e in inner) if inner else f"{exc.__class__.__name__}: {str(exc)[:800]}"
+
+
+def test_the_original_designs_names_are_marked_deprecated_in_the_schema(client):
+    """One name for one thing: the aliases stay for existing clients, marked deprecated."""
+    schemas = client.get(reverse("api_schema"), {"format": "json"}).json()["components"]["schemas"]
+    run = schemas["QueryRun"]["properties"]
+    for alias in ("refusal_triggered", "confidence_score", "hallucination_risk"):
+        assert run[alias].get("deprecated") is True, alias
+    assert schemas["AskRequest"]["properties"]["query"].get("deprecated") is True
+    assert "deprecated" not in run["confidence"]

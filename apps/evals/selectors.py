@@ -3,7 +3,8 @@ from __future__ import annotations
 from django.db.models import QuerySet
 
 from apps.evals.chart import sweep_chart
-from apps.evals.gate import (
+from apps.evals.models import EvalQuestion, EvalResult, EvalRun, EvalSet, EvalStatus
+from apps.evals.sweep import (
     ANSWERABLE,
     UNANSWERABLE,
     Outcome,
@@ -13,7 +14,6 @@ from apps.evals.gate import (
     evaluation_sweep,
     recommend_middle,
 )
-from apps.evals.models import EvalQuestion, EvalResult, EvalRun, EvalSet, EvalStatus
 from apps.workspaces.models import Workspace
 from apps.workspaces.tenancy import access
 

@@ -14,9 +14,9 @@ from apps.core.errors import ApplicationError
 from apps.core.events import event_record
 from apps.core.text import clean_text, safe_filename
 from apps.evals.formats import EvalFileError, parse_eval_file
-from apps.evals.gate import contains_gold, normalise
 from apps.evals.models import EvalQuestion, EvalResult, EvalRun, EvalSet, EvalStatus
 from apps.evals.selectors import access_eval_run, access_eval_set, eval_run_report
+from apps.evals.sweep import contains_gold, normalise
 from apps.queries.models import QueryMode, QueryRun
 from apps.queries.services import query_answer
 from apps.workspaces.models import Workspace

@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from apps.evals.gate import ANSWERABLE, IN_DOMAIN, OFF_TOPIC, Outcome, contains_gold, metrics, recommend, sweep, transfer
+from apps.evals.sweep import ANSWERABLE, IN_DOMAIN, OFF_TOPIC, Outcome, contains_gold, metrics, recommend, sweep, transfer
 from apps.workspaces.models import Workspace
 
 

@@ -17,7 +17,10 @@ from apps.audits.models import AuditEvent, AuditRecord
 from apps.audits.selectors import AuditFilters, audit_record_list
 from apps.core.errors import ApplicationError
 from apps.documents.services import document_create, document_ingest
-from apps.evals.gate import (
+from apps.evals.models import EvalQuestion, EvalRun, EvalSet
+from apps.evals.selectors import eval_run_outcomes, eval_run_report
+from apps.evals.services import eval_run_apply, eval_run_create, eval_run_execute, eval_set_create
+from apps.evals.sweep import (
     ANSWERABLE,
     UNANSWERABLE,
     Outcome,
@@ -26,9 +29,6 @@ from apps.evals.gate import (
     evaluation_sweep,
     recommend_middle,
 )
-from apps.evals.models import EvalQuestion, EvalRun, EvalSet
-from apps.evals.selectors import eval_run_outcomes, eval_run_report
-from apps.evals.services import eval_run_apply, eval_run_create, eval_run_execute, eval_set_create
 from apps.queries.models import QueryRun
 from apps.queries.selectors import query_run_list
 from apps.queries.services import query_answer

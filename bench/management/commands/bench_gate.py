@@ -8,8 +8,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.documents.services import document_create, document_ingest
-from apps.evals.gate import ANSWERABLE, IN_DOMAIN, OFF_TOPIC, Outcome, contains_gold, metrics, recommend, sweep, transfer
 from apps.evals.services import question_ask_both
+from apps.evals.sweep import ANSWERABLE, IN_DOMAIN, OFF_TOPIC, Outcome, contains_gold, metrics, recommend, sweep, transfer
 from apps.workspaces.selectors import settings_get
 from bench.common import data_path, emit, progress, temporary_workspace
 

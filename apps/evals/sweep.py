@@ -1,4 +1,5 @@
-"""Answerable vs unanswerable questions through the real pipeline: the metrics of the gate.
+"""The gate's sweep: answerable vs unanswerable questions through the real pipeline, and the
+gate's metrics at every threshold (the gate itself, the decision, is apps.pipeline.gate).
 
 Shared by `bench_gate` and the evaluation runs of apps.evals: each question is asked once in
 verified mode with the gate opened (threshold 0) and once in naive mode. The gate is

@@ -2,7 +2,7 @@
 
 `answer()` runs retrieve → rerank → correct → gate → generate → verify → score on plain data,
 with every collaborator passed in (`Tools`) and every setting in force passed in
-(`AnswerSettings`), and returns the whole trace (`AnswerTrace`). It knows no Django: the caller
+(`AnswerParams`), and returns the whole trace (`AnswerTrace`). It knows no Django: the caller
 (queries.services) loads the workspace's settings, builds the tools, persists the run and writes
 the audit record. `retrieve_and_rerank()` is its first two stages alone, for callers that score
 an answer written elsewhere (`assess()`) or measure retrieval; `reverify()` judges an answer
@@ -41,8 +41,8 @@ OnStage = Callable[[str, str, float | None, str], None]  # name, status, ms, det
 
 
 @dataclass(frozen=True)
-class AnswerSettings:
-    """The settings in force for one answer (a workspace's, with the request's override)."""
+class AnswerParams:
+    """The workspace's settings in force for one answer (with the request's override), as the pipeline reads them."""
 
     retrieval: RetrievalParams
     corrective: CorrectiveParams
@@ -165,26 +165,26 @@ class AnswerTrace:
         return [s.candidate for s in self.pool]
 
 
-def answer(question: str, *, mode: str, settings: AnswerSettings, tools: Tools, clock: StageClock | None = None) -> AnswerTrace:
+def answer(question: str, *, mode: str, params: AnswerParams, tools: Tools, clock: StageClock | None = None) -> AnswerTrace:
     """Answer one question in `mode` (verified or naive) and return the whole trace."""
     clock = clock or StageClock()
     verified_mode = mode == VERIFIED
     # 1–2. Retrieve the workspace's candidates and rerank them.
-    retrieved = retrieve_and_rerank(question, settings=settings, tools=tools, clock=clock)
+    retrieved = retrieve_and_rerank(question, params=params, tools=tools, clock=clock)
     # 3. Correct (verified mode): keep what bears on the question, ask the web when retrieval is not Correct.
     if verified_mode:
-        pool, corrective = _correct(question, retrieved, settings, tools, clock)
+        pool, corrective = _correct(question, retrieved, params, tools, clock)
     else:  # naive mode is plain RAG: no correction, no gate
-        pool, corrective = retrieved.reranked[: settings.rerank_top_n], {"applied": False}
+        pool, corrective = retrieved.reranked[: params.rerank_top_n], {"applied": False}
         clock.mark("correct", "skipped", "naive mode")
     # 4. Gate: refuse before generating when the best passage is not relevant or does not answer.
-    gate = _gate(question, pool, retrieved.reranked, corrective, settings, tools, clock, enabled=verified_mode)
+    gate = _gate(question, pool, retrieved.reranked, corrective, params, tools, clock, enabled=verified_mode)
     # 5–6. Generate from the refined passages and verify every claim against the whole ones.
-    refined = _refine(pool, retrieved.query_vector, corrective, settings, tools, clock)
-    reply, attempts, verified = _generate_and_verify(question, gate, retrieved.query_vector, pool, refined, settings, tools, clock)
+    refined = _refine(pool, retrieved.query_vector, corrective, params, tools, clock)
+    reply, attempts, verified = _generate_and_verify(question, gate, retrieved.query_vector, pool, refined, params, tools, clock)
     # 7. Score trust.
     with clock.stage("score") as note:
-        trust = _trust(reply, verified, pool, settings.trust)
+        trust = _trust(reply, verified, pool, params.trust)
         refusal = refusal_of(gate, reply, retrieved.reranked, corrective) if trust.risk == REFUSED else None
         note["detail"] = (
             f"refused by {refusal.by}: no confidence given" if refusal else f"confidence {trust.confidence:.0%}, {trust.risk} risk"
@@ -194,11 +194,11 @@ def answer(question: str, *, mode: str, settings: AnswerSettings, tools: Tools, 
     )
 
 
-def retrieve_and_rerank(question: str, *, settings: AnswerSettings, tools: Tools, clock: StageClock | None = None) -> Retrieved:
+def retrieve_and_rerank(question: str, *, params: AnswerParams, tools: Tools, clock: StageClock | None = None) -> Retrieved:
     clock = clock or StageClock()
     with clock.stage("retrieve") as note:
         query_vector = tools.embedder.embed([question])[0]
-        candidates = tools.search(question, query_vector, settings.retrieval)
+        candidates = tools.search(question, query_vector, params.retrieval)
         note["detail"] = f"{len(candidates)} passages"
     with clock.stage("rerank") as note:
         recall_stored_units(candidates, tools.embedder)
@@ -226,16 +226,16 @@ class Assessment:
     sources: list
 
 
-def assess(question: str, answer_text: str, *, settings: AnswerSettings, tools: Tools) -> Assessment:
+def assess(question: str, answer_text: str, *, params: AnswerParams, tools: Tools) -> Assessment:
     """Score an answer given from outside (an evaluation set, bench_trust) the way `answer` scores
     its own: retrieve and rerank for the question, cite each sentence of the answer to the
     retrieved sentence closest to it, verify the claims and compute the trust components."""
-    pool = retrieve_and_rerank(question, settings=settings, tools=tools).reranked[: settings.rerank_top_n]
+    pool = retrieve_and_rerank(question, params=params, tools=tools).reranked[: params.rerank_top_n]
     sources = [s.candidate for s in pool]
     claims = tuple(cite_sentences(question, answer_text, sources, tools.embedder))
     given = Answer(text=answer_text, claims=claims, insufficient=not claims, provider="external")
-    verified = verify_answer(given, sources, locator_threshold=settings.locator_threshold, judge=tools.local_judge)
-    return Assessment(claims=verified, trust=_trust(given, verified, pool, settings.trust), sources=sources)
+    verified = verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=tools.local_judge)
+    return Assessment(claims=verified, trust=_trust(given, verified, pool, params.trust), sources=sources)
 
 
 @dataclass(frozen=True)
@@ -249,13 +249,13 @@ class Reverification:
     ms: float
 
 
-def reverify(given: Answer, sources: list[Candidate], *, retrieval: float | None, settings: AnswerSettings, tools: Tools) -> Reverification:
+def reverify(given: Answer, sources: list[Candidate], *, retrieval: float | None, params: AnswerParams, tools: Tools) -> Reverification:
     """Locate and judge `given`'s claims again against `sources` as they read now, as `answer`
     verifies its own; retrieval's share of the trust stays what it was when the answer was made."""
     started = time.perf_counter()
     judge = claim_judge(tools)
-    verified = verify_answer(given, sources, locator_threshold=settings.locator_threshold, judge=judge)
-    trust = trust_score(retrieval=retrieval, agreement=source_agreement(verified), verified=verified, refused=False, weights=settings.trust)
+    verified = verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=judge)
+    trust = trust_score(retrieval=retrieval, agreement=source_agreement(verified), verified=verified, refused=False, weights=params.trust)
     attempts = [asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])]
     return Reverification(verified, trust, judge.name, attempts, round((time.perf_counter() - started) * 1000, 2))
 
@@ -265,32 +265,32 @@ def claim_judge(tools: Tools):
     return LLMJudge(tools.router, tools.local_judge) if tools.router.can_chat else tools.local_judge
 
 
-def _correct(question: str, retrieved: Retrieved, settings: AnswerSettings, tools: Tools, clock: StageClock):
+def _correct(question: str, retrieved: Retrieved, params: AnswerParams, tools: Tools, clock: StageClock):
     """Corrective RAG: classify retrieval, keep what bears on the question, ask the web when
     retrieval was not Correct and the workspace allows it. Returns the pool and its trace."""
     with clock.stage("correct") as note:
-        params, reranked = settings.corrective, retrieved.reranked
-        verdict = classify([s.score for s in reranked], params)
-        kept = keep_for(verdict, reranked, params)
-        trace = {"applied": True, "verdict": verdict, "params": asdict(params), "kept": [s.candidate.chunk_id for s in kept]}
+        thresholds, reranked = params.corrective, retrieved.reranked
+        verdict = classify([s.score for s in reranked], thresholds)
+        kept = keep_for(verdict, reranked, thresholds)
+        trace = {"applied": True, "verdict": verdict, "params": asdict(thresholds), "kept": [s.candidate.chunk_id for s in kept]}
         web = []
         if verdict != CORRECT:
-            web, trace["web"] = _web_search(question, retrieved.query_vector, settings, tools, clock)
-        pool = sorted([*kept, *web], key=lambda s: (-s.score, s.candidate.chunk_id))[: settings.rerank_top_n]
+            web, trace["web"] = _web_search(question, retrieved.query_vector, params, tools, clock)
+        pool = sorted([*kept, *web], key=lambda s: (-s.score, s.candidate.chunk_id))[: params.rerank_top_n]
         trace["pool"] = [{"chunk_id": s.candidate.chunk_id, "score": s.score, "web": s.candidate.url is not None} for s in pool]
         note["detail"] = f"retrieval {verdict}, {len(kept)} passages kept" + (f", {len(web)} from the web" if web else "")
     return pool, trace
 
 
-def _web_search(question: str, query_vector, settings: AnswerSettings, tools: Tools, clock: StageClock) -> tuple[list, dict]:
-    if not settings.web_search_enabled:
+def _web_search(question: str, query_vector, params: AnswerParams, tools: Tools, clock: StageClock) -> tuple[list, dict]:
+    if not params.web_search_enabled:
         return [], {"searched": False, "reason": "web search is off for this workspace"}
     if tools.web is None:
         return [], {"searched": False, "reason": tools.web_missing}
     query, rewrite = _rewrite(question, tools.router)
     try:
         with clock.timed("web_search"):
-            results = tools.web.search(query, max_results=settings.web_results)
+            results = tools.web.search(query, max_results=params.web_results)
     except WebSearchError as exc:
         return [], {"searched": True, "provider": tools.web.name, "query": query, "rewrite": rewrite, "error": str(exc)}
     scored = tools.reranker.rerank(question, query_vector, as_candidates(results))
@@ -306,10 +306,10 @@ def _rewrite(question: str, router: Router) -> tuple[str, dict]:
     return query or keyword_rewrite(question), {"by": used, "attempts": [asdict(a) for a in attempts]}
 
 
-def _gate(question, pool, reranked, corrective: dict, settings: AnswerSettings, tools: Tools, clock: StageClock, *, enabled: bool):
+def _gate(question, pool, reranked, corrective: dict, params: AnswerParams, tools: Tools, clock: StageClock, *, enabled: bool):
     gate = confidence_gate(
         [s.score for s in pool],
-        threshold=settings.gate_threshold,
+        threshold=params.gate_threshold,
         enabled=enabled,
         answerability=_answerability(question, pool, tools.local_judge, clock) if enabled else None,
         unmatched=_unmatched(question, pool) if enabled and pool else (),
@@ -362,13 +362,13 @@ def _empty_reason(reranked: list[Scored], corrective: dict) -> str:
     return f"retrieval was {corrective.get('verdict', 'incorrect')}: the best relevance {best:.3f} is below the lower threshold {lower:.3f}{web}"
 
 
-def _refine(pool, query_vector, corrective: dict, settings: AnswerSettings, tools: Tools, clock: StageClock) -> dict:
+def _refine(pool, query_vector, corrective: dict, params: AnswerParams, tools: Tools, clock: StageClock) -> dict:
     """chunk id → the text the generator sees (verified mode strips passages to their strongest
     sentences); the trace keeps what was kept."""
     if not corrective.get("applied") or not pool:
         return {}
     with clock.timed("refine"):
-        refined = refine(pool, query_vector, tools.embedder, settings.corrective)
+        refined = refine(pool, query_vector, tools.embedder, params.corrective)
     corrective["refined"] = [
         {
             "chunk_id": r.scored.candidate.chunk_id,
@@ -382,7 +382,7 @@ def _refine(pool, query_vector, corrective: dict, settings: AnswerSettings, tool
     return {r.scored.candidate.chunk_id: r.text for r in refined}
 
 
-def _generate_and_verify(question, gate, query_vector, pool, refined: dict, settings: AnswerSettings, tools: Tools, clock: StageClock):
+def _generate_and_verify(question, gate, query_vector, pool, refined: dict, params: AnswerParams, tools: Tools, clock: StageClock):
     """Generate from the refined texts through the provider router and verify against the
     whole passages, unless the gate refused: a refusal costs no generation."""
     if not gate.passed:
@@ -396,13 +396,13 @@ def _generate_and_verify(question, gate, query_vector, pool, refined: dict, sett
         replace(c, text=refined[c.chunk_id], table_header=c.table_header or first_table_header(c.text)) if c.chunk_id in refined else c
         for c in sources
     ]
-    request = GenerationRequest(question, query_vector, seen, settings.answer_max_claims)
+    request = GenerationRequest(question, query_vector, seen, params.answer_max_claims)
     with clock.stage("generate") as note:
         reply, attempts = tools.router.generate(request, clock.text)
         note["detail"] = " → ".join(f"{a.provider} {a.outcome}" for a in attempts)
     judge = claim_judge(tools)
     with clock.stage("verify") as note:
-        verified = verify_answer(reply, sources, locator_threshold=settings.locator_threshold, judge=judge)
+        verified = verify_answer(reply, sources, locator_threshold=params.locator_threshold, judge=judge)
         note["detail"] = f"{sum(v.faithful for v in verified)} of {len(verified)} claims faithful, judged by {judge.name}"
     rows = [asdict(a) | {"purpose": "generate"} for a in attempts]
     return reply, rows + [asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])], verified

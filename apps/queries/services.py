@@ -15,7 +15,7 @@ from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
 from apps.core.text import clean_text
 from apps.documents.selectors import chunk_citations_get, chunk_search
-from apps.pipeline.answer import AnswerSettings, AnswerTrace, Assessment, StageClock, Tools, answer, assess
+from apps.pipeline.answer import AnswerParams, AnswerTrace, Assessment, StageClock, Tools, answer, assess
 from apps.pipeline.combined_judge import CombinedJudge, get_combined_judge
 from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import get_embedder
@@ -147,8 +147,8 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
     options = settings_get(workspace=workspace)
     started, progress = time.perf_counter(), _Progress(run)
     threshold = options.gate_threshold if run.threshold_override is None else run.threshold_override
-    answer_settings = replace(answer_settings_for(options), gate_threshold=threshold)
-    trace = answer(run.question, mode=run.mode, settings=answer_settings, tools=tools_for(workspace, options), clock=progress.clock)
+    answer_params = replace(answer_params_for(options), gate_threshold=threshold)
+    trace = answer(run.question, mode=run.mode, params=answer_params, tools=tools_for(workspace, options), clock=progress.clock)
     _fill_run(run, trace)
     run.duration_ms = int((time.perf_counter() - started) * 1000)
     with transaction.atomic():
@@ -158,7 +158,7 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
             asked_by=run.asked_by,
             actor_label=run.actor_label,
             query_run_id=run.pk,
-            payload=_audit_payload(run, options, answer_settings.retrieval, trace),
+            payload=_audit_payload(run, options, answer_params.retrieval, trace),
         )
     run.audit_record_id = record.pk  # as the selectors annotate it: the API answers without reading it back
     return run
@@ -198,8 +198,8 @@ def _local_answerability():
     return judge.answerabilities if isinstance(judge, VerifierJudge) else None
 
 
-def answer_settings_for(options: WorkspaceSettings) -> AnswerSettings:
-    return AnswerSettings(
+def answer_params_for(options: WorkspaceSettings) -> AnswerParams:
+    return AnswerParams(
         retrieval=RetrievalParams(
             dense_k=options.dense_k,
             keyword_k=options.keyword_k,
@@ -367,4 +367,4 @@ def answer_assess(*, workspace: Workspace, question: str, answer_text: str) -> A
     """Score an answer given from outside (an evaluation set, bench_trust) the way the pipeline
     scores its own (see `apps.pipeline.answer.assess`), with the workspace's settings and documents."""
     options = settings_get(workspace=workspace)
-    return assess(question, answer_text, settings=answer_settings_for(options), tools=tools_for(workspace, options))
+    return assess(question, answer_text, params=answer_params_for(options), tools=tools_for(workspace, options))

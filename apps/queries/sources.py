@@ -20,7 +20,7 @@ from apps.documents.models import Document
 from apps.pipeline.answer import reverify
 from apps.pipeline.types import Answer, Candidate, Claim
 from apps.queries.models import QueryRun, QueryStatus
-from apps.queries.services import answer_settings_for, claim_row, tools_for
+from apps.queries.services import answer_params_for, claim_row, tools_for
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
 from apps.workspaces.tenancy import access, require
@@ -72,9 +72,9 @@ def query_run_reverify(*, workspace: Workspace, actor, run_id) -> QueryRun:
     claims = [Claim(text=c["text"], source=c["source"], quote=c["quote"]) for c in original.claims]
     given = Answer(text=original.answer, claims=tuple(claims), insufficient=False, provider=original.provider)
     retrieval = (original.trust or {}).get("retrieval")
-    settings = answer_settings_for(options)
+    params = answer_params_for(options)
     done = reverify(
-        given, _current_sources(workspace, original.sources), retrieval=retrieval, settings=settings, tools=tools_for(workspace, options)
+        given, _current_sources(workspace, original.sources), retrieval=retrieval, params=params, tools=tools_for(workspace, options)
     )
     rows = [_with_deletion(claim_row(v), changes) for v in done.claims]
     trust, ms = done.trust, done.ms

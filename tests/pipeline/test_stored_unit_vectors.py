@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from apps.pipeline.answer import AnswerSettings, Tools, retrieve_and_rerank
+from apps.pipeline.answer import AnswerParams, Tools, retrieve_and_rerank
 from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import Embedder, get_embedder, pack_vectors, unpack_vectors
 from apps.pipeline.rerank import LocalReranker
@@ -41,8 +41,8 @@ def stored(text: str) -> bytes:
     return pack_vectors(get_embedder().embed(unit_reads(text)))
 
 
-def settings_for() -> AnswerSettings:
-    return AnswerSettings(
+def params_for() -> AnswerParams:
+    return AnswerParams(
         retrieval=RetrievalParams(),
         corrective=CorrectiveParams(),
         trust=TrustWeights(),
@@ -60,7 +60,7 @@ def tools_for(embedder, candidates):
 def test_with_stored_vectors_reranking_encodes_only_the_question():
     embedder = Counting()
     candidates = [candidate(i, text, stored(text)) for i, text in enumerate(PASSAGES)]
-    retrieved = retrieve_and_rerank("How tall is Skerryvore?", settings=settings_for(), tools=tools_for(embedder, candidates))
+    retrieved = retrieve_and_rerank("How tall is Skerryvore?", params=params_for(), tools=tools_for(embedder, candidates))
     assert embedder.encoded == ["How tall is Skerryvore?"]
     assert retrieved.reranked[0].candidate.chunk_id == "c0"
     assert retrieved.reranked[0].best_sentence in unit_reads(PASSAGES[0])
@@ -70,12 +70,12 @@ def test_without_them_the_units_are_encoded_and_rank_the_same():
     embedder = Counting()
     with_vectors = retrieve_and_rerank(
         "How tall is Skerryvore?",
-        settings=settings_for(),
+        params=params_for(),
         tools=tools_for(Counting(), [candidate(i, t, stored(t)) for i, t in enumerate(PASSAGES)]),
     )
     without = retrieve_and_rerank(
         "How tall is Skerryvore?",
-        settings=settings_for(),
+        params=params_for(),
         tools=tools_for(embedder, [candidate(i, t, None) for i, t in enumerate(PASSAGES)]),
     )
     assert len(embedder.encoded) > 1
@@ -86,7 +86,7 @@ def test_without_them_the_units_are_encoded_and_rank_the_same():
 def test_vectors_stored_under_another_reading_are_not_used():
     embedder = Counting()
     wrong = pack_vectors(get_embedder().embed(["just one unit"]))
-    retrieve_and_rerank("How tall is Skerryvore?", settings=settings_for(), tools=tools_for(embedder, [candidate(0, PASSAGES[0], wrong)]))
+    retrieve_and_rerank("How tall is Skerryvore?", params=params_for(), tools=tools_for(embedder, [candidate(0, PASSAGES[0], wrong)]))
     assert set(unit_reads(PASSAGES[0])) <= set(embedder.encoded), "a count that does not match is ignored"
 
 

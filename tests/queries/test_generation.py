@@ -236,11 +236,12 @@ def test_bad_provider_orders_are_refused_with_a_message(personas):
         assert message in response.content.decode()
 
 
-def test_members_and_viewers_see_the_providers_but_cannot_change_them(personas):
+def test_the_providers_page_is_for_admins_and_owners_only(personas):
     url = reverse("providers", args=["acme"])
     for who in ("member", "viewer"):
-        assert personas.client(who).get(url).status_code == 200
+        assert personas.client(who).get(url).status_code == 403
         assert personas.client(who).post(url, {"provider_order": "groq"}).status_code == 403
+    assert personas.client("admin").get(url).status_code == 200
     assert personas.client("owner_b").get(url).status_code == 404
 
 

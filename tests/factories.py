@@ -15,7 +15,7 @@ from apps.documents.models import Chunk, Document
 from apps.evals.models import EvalRun, EvalSet
 from apps.pipeline.embedding import DIMENSIONS
 from apps.queries.models import QueryRun, QueryStatus
-from apps.workspaces.models import Membership, Role, Workspace, WorkspaceSettings
+from apps.workspaces.models import Invitation, Membership, Role, Workspace, WorkspaceSettings
 
 PASSWORD = "correct-horse-battery"
 
@@ -57,6 +57,17 @@ class MembershipFactory(factory.django.DjangoModelFactory):
 
     workspace = factory.SubFactory(WorkspaceFactory)
     user = factory.SubFactory(UserFactory)
+    role = Role.MEMBER
+
+
+class InvitationFactory(factory.django.DjangoModelFactory):
+    """A pending invitation, stored as the service stores one (identifier case-folded)."""
+
+    class Meta:
+        model = Invitation
+
+    workspace = factory.SubFactory(WorkspaceFactory)
+    identifier = factory.Sequence(lambda n: f"invitee{n}@example.com")
     role = Role.MEMBER
 
 

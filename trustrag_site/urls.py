@@ -19,6 +19,9 @@ workspace_api = [
     path("", workspaces_api.WorkspaceDetailAPI.as_view(), name="api_workspace"),
     path("members/", workspaces_api.MemberListCreateAPI.as_view(), name="api_members"),
     path("members/<uuid:membership_id>/", workspaces_api.MemberDetailAPI.as_view(), name="api_member"),
+    path("members/invitations/", workspaces_api.InvitationListAPI.as_view(), name="api_invitations"),
+    path("members/invitations/<uuid:invitation_id>/", workspaces_api.InvitationDetailAPI.as_view(), name="api_invitation"),
+    path("leave/", workspaces_api.WorkspaceLeaveAPI.as_view(), name="api_workspace_leave"),
     path("settings/", workspaces_api.SettingsAPI.as_view(), name="api_settings"),
     path("audits/", audits_api.AuditListAPI.as_view(), name="api_audits"),
     re_path(r"^audits/export\.(?P<fmt>csv|json)$", audits_api.AuditExportAPI.as_view(), name="api_audits_export"),
@@ -45,6 +48,9 @@ api_v1 = [
     path("redoc/", api_docs.RedocPage.as_view(url_name="api_schema"), name="api_redoc"),
     path("workspaces/", workspaces_api.WorkspaceListCreateAPI.as_view(), name="api_workspaces"),
     path("workspaces/<uuid:workspace_id>/", include(workspace_api)),
+    path("invitations/", workspaces_api.MyInvitationListAPI.as_view(), name="api_my_invitations"),
+    path("invitations/<uuid:invitation_id>/accept/", workspaces_api.MyInvitationAcceptAPI.as_view(), name="api_my_invitation_accept"),
+    path("invitations/<uuid:invitation_id>/decline/", workspaces_api.MyInvitationDeclineAPI.as_view(), name="api_my_invitation_decline"),
     re_path(r"^.*$", core_api.not_found),
 ]
 

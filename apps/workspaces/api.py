@@ -9,9 +9,9 @@ from apps.core.api import error_responses
 from apps.core.credentials import WorkspaceCredential
 from apps.core.errors import ApplicationError
 from apps.workspaces import services
-from apps.workspaces.api_base import WorkspaceAPIView
-from apps.workspaces.models import Membership, Role
-from apps.workspaces.selectors import membership_list, membership_list_for_user, settings_get
+from apps.workspaces.api_base import WorkspaceAPIView, refuse_unwanted_body
+from apps.workspaces.models import Invitation, InvitationStatus, Membership, Role
+from apps.workspaces.selectors import invitation_list, invitation_list_for_user, membership_list, membership_list_for_user, settings_get
 from apps.workspaces.services import SETTINGS
 from apps.workspaces.tenancy import access, resolve_key_membership
 
@@ -75,9 +75,23 @@ class MemberSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class MemberAddSerializer(serializers.Serializer):
-    identifier = strict.TextField(max_length=254, one_line=True, help_text="username or e-mail of an existing user")
-    role = strict.ChoiceField(choices=Role.choices, default=Role.MEMBER)
+class MemberInviteSerializer(serializers.Serializer):
+    identifier = strict.TextField(
+        max_length=254, one_line=True, help_text="username or e-mail of the person to invite; never checked against the accounts"
+    )
+    role = strict.ChoiceField(choices=Role.choices, default=Role.MEMBER, help_text="the role they get when they accept")
+
+
+class InvitationSerializer(serializers.ModelSerializer):
+    """A pending invitation as the workspace's admins see it."""
+
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True, allow_null=True, default=None)
+    status = serializers.ChoiceField(choices=InvitationStatus.choices, read_only=True)
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "identifier", "role", "status", "invited_by", "created_at"]
+        read_only_fields = fields
 
 
 class MemberRoleSerializer(serializers.Serializer):
@@ -85,7 +99,8 @@ class MemberRoleSerializer(serializers.Serializer):
 
 
 class MemberListCreateAPI(WorkspaceAPIView):
-    """Members of the workspace (admins and owners)."""
+    """Members of the workspace (admins and owners); POST invites someone, who joins only by
+    accepting (202, the same answer whether or not anyone holds the username or e-mail)."""
 
     read_operation = write_operation = "manage_members"
     serializer_class = MemberSerializer
@@ -97,12 +112,12 @@ class MemberListCreateAPI(WorkspaceAPIView):
     def get(self, request, workspace_id):
         return self.list(request)
 
-    @extend_schema(request=MemberAddSerializer, responses={201: MemberSerializer} | error_responses(400, 403))
+    @extend_schema(request=MemberInviteSerializer, responses={202: InvitationSerializer} | error_responses(400, 403))
     def post(self, request, workspace_id):
-        incoming = MemberAddSerializer(data=request.data)
+        incoming = MemberInviteSerializer(data=request.data)
         incoming.is_valid(raise_exception=True)
-        added = services.membership_add(workspace=request.workspace, actor=request.membership, **incoming.validated_data)
-        return Response(MemberSerializer(added).data, status=status.HTTP_201_CREATED)
+        invited = services.invitation_create(workspace=request.workspace, actor=request.membership, **incoming.validated_data)
+        return Response(InvitationSerializer(invited).data, status=status.HTTP_202_ACCEPTED)
 
 
 class MemberDetailAPI(WorkspaceAPIView):
@@ -128,6 +143,113 @@ class MemberDetailAPI(WorkspaceAPIView):
     @extend_schema(responses={204: None} | error_responses(400, 403))
     def delete(self, request, workspace_id, membership_id):
         services.membership_remove(workspace=request.workspace, actor=request.membership, membership_id=membership_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class InvitationListAPI(WorkspaceAPIView):
+    """The workspace's pending invitations (admins and owners)."""
+
+    read_operation = write_operation = "manage_members"
+    serializer_class = InvitationSerializer
+
+    def get_queryset(self):
+        return invitation_list(workspace=self.request.workspace)
+
+    @extend_schema(responses={200: InvitationSerializer(many=True)} | error_responses(403))
+    def get(self, request, workspace_id):
+        return self.list(request)
+
+
+class InvitationDetailAPI(WorkspaceAPIView):
+    """One pending invitation: read, revoke (DELETE). Only an owner revokes an invitation to be an owner."""
+
+    read_operation = write_operation = "manage_members"
+    serializer_class = InvitationSerializer
+
+    @extend_schema(responses={200: InvitationSerializer} | error_responses(403))
+    def get(self, request, workspace_id, invitation_id):
+        found = access(Invitation, request.workspace, invitation_id, invitation_list(workspace=request.workspace))
+        return Response(InvitationSerializer(found).data)
+
+    @extend_schema(responses={204: None} | error_responses(403))
+    def delete(self, request, workspace_id, invitation_id):
+        services.invitation_revoke(workspace=request.workspace, actor=request.membership, invitation_id=invitation_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WorkspaceLeaveAPI(WorkspaceAPIView):
+    """You leave the workspace (any role; not its last owner). An API key is no member: 403."""
+
+    write_operation = "leave"
+    takes_body = False
+
+    @extend_schema(request=None, responses={204: None} | error_responses(400, 403))
+    def post(self, request, workspace_id):
+        services.membership_leave(workspace=request.workspace, actor=request.membership)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class PersonAPIView(generics.GenericAPIView):
+    """An endpoint of the person calling, across workspaces: a workspace API key is no person (403)."""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        refuse_unwanted_body(request, wanted=False)  # whoever sends it: no endpoint here reads a body
+        if isinstance(request.auth, WorkspaceCredential):
+            raise ApplicationError("An API key belongs to a workspace, not a person: it has no invitations.", status=403, code="forbidden")
+
+
+class WorkspaceRefSerializer(serializers.Serializer):
+    id = serializers.UUIDField(read_only=True)
+    name = serializers.CharField(read_only=True)
+    slug = serializers.SlugField(read_only=True)
+
+
+class MyInvitationSerializer(serializers.ModelSerializer):
+    """A pending invitation addressed to you (by your username or e-mail)."""
+
+    workspace = WorkspaceRefSerializer(read_only=True)
+    invited_by = serializers.CharField(source="invited_by.username", read_only=True, allow_null=True, default=None)
+
+    class Meta:
+        model = Invitation
+        fields = ["id", "workspace", "identifier", "role", "invited_by", "created_at"]
+        read_only_fields = fields
+
+
+class MyInvitationListAPI(PersonAPIView):
+    """Your pending invitations, in every workspace."""
+
+    serializer_class = MyInvitationSerializer
+
+    def get_queryset(self):
+        return invitation_list_for_user(user=self.request.user)
+
+    @extend_schema(responses={200: MyInvitationSerializer(many=True)} | error_responses(403))
+    def get(self, request):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(MyInvitationSerializer(page, many=True).data)
+
+
+class MyInvitationAcceptAPI(PersonAPIView):
+    """Accept an invitation addressed to you: you join its workspace with its role (201)."""
+
+    serializer_class = WorkspaceSerializer
+
+    @extend_schema(request=None, responses={201: WorkspaceSerializer} | error_responses(400, 403))
+    def post(self, request, invitation_id):
+        membership = services.invitation_accept(user=request.user, invitation_id=invitation_id)
+        return Response(WorkspaceSerializer(membership).data, status=status.HTTP_201_CREATED)
+
+
+class MyInvitationDeclineAPI(PersonAPIView):
+    """Decline an invitation addressed to you (204); the workspace is not told who you are."""
+
+    serializer_class = MyInvitationSerializer
+
+    @extend_schema(request=None, responses={204: None} | error_responses(403))
+    def post(self, request, invitation_id):
+        services.invitation_decline(user=request.user, invitation_id=invitation_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 

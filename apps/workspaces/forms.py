@@ -12,7 +12,7 @@ class WorkspaceCreateForm(forms.Form):
     slug = forms.SlugField(max_length=60, required=False, help_text="Used in the address; made from the name when empty.")
 
 
-class MemberAddForm(forms.Form):
+class MemberInviteForm(forms.Form):
     identifier = TextField(label="Username or e-mail", max_length=254, one_line=True)
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
 

@@ -5,6 +5,8 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from apps.core.models import TenantModel
+
 
 class Workspace(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -61,6 +63,46 @@ class Membership(HoldsRole, models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.workspace} ({self.role})"
+
+
+class InvitationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ACCEPTED = "accepted", "Accepted"
+    DECLINED = "declined", "Declined"
+    REVOKED = "revoked", "Revoked"
+
+
+class Invitation(TenantModel):
+    """A role offered to whoever holds the username or e-mail `identifier`: nobody joins a
+    workspace until they accept. Inviting never looks the identifier up, so it tells the
+    inviter nothing about who has an account; answered invitations stay, with their outcome."""
+
+    identifier = models.CharField(max_length=254)  # as typed, stripped and case-folded
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.MEMBER)
+    status = models.CharField(max_length=10, choices=InvitationStatus.choices, default=InvitationStatus.PENDING)
+    invited_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    answered_at = models.DateTimeField(null=True, blank=True)  # accepted, declined or revoked
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "identifier"],
+                condition=models.Q(status=InvitationStatus.PENDING),
+                name="invitation_one_pending_per_identifier",
+            ),
+            models.CheckConstraint(condition=models.Q(role__in=Role.values), name="invitation_role_valid"),
+            models.CheckConstraint(condition=models.Q(status__in=InvitationStatus.values), name="invitation_status_valid"),
+            models.CheckConstraint(
+                condition=models.Q(status=InvitationStatus.PENDING, answered_at__isnull=True)
+                | (~models.Q(status=InvitationStatus.PENDING) & models.Q(answered_at__isnull=False)),
+                name="invitation_answered_when_not_pending",
+            ),
+        ]
+        indexes = [models.Index(fields=["workspace", "status", "-created_at"], name="invitation_ws_status_created")]
+
+    def __str__(self) -> str:
+        return f"{self.identifier} to {self.workspace_id} as {self.role} ({self.status})"
 
 
 class WorkspaceSettings(models.Model):

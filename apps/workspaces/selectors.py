@@ -5,7 +5,8 @@ from django.db.models import QuerySet
 
 from apps.core.crypto import decrypt
 from apps.pipeline.providers import ProviderSpec
-from apps.workspaces.models import Membership, Workspace, WorkspaceSettings
+from apps.workspaces.models import Invitation, InvitationStatus, Membership, Workspace, WorkspaceSettings
+from apps.workspaces.tenancy import person_identifiers
 
 
 def membership_list_for_user(*, user) -> QuerySet[Membership]:
@@ -14,6 +15,18 @@ def membership_list_for_user(*, user) -> QuerySet[Membership]:
 
 def membership_list(*, workspace: Workspace) -> QuerySet[Membership]:
     return Membership.objects.filter(workspace=workspace).select_related("user").order_by("user__username")
+
+
+def invitation_list(*, workspace: Workspace) -> QuerySet[Invitation]:
+    """The workspace's pending invitations, newest first (answered ones are in the audit trail)."""
+    pending = Invitation.objects.filter(workspace=workspace, status=InvitationStatus.PENDING)
+    return pending.select_related("invited_by").order_by("-created_at", "identifier")
+
+
+def invitation_list_for_user(*, user) -> QuerySet[Invitation]:
+    """The pending invitations addressed to `user`'s username or e-mail, in every workspace."""
+    pending = Invitation.objects.filter(status=InvitationStatus.PENDING, identifier__in=person_identifiers(user))
+    return pending.select_related("workspace", "invited_by").order_by("-created_at", "pk")
 
 
 def settings_get(*, workspace: Workspace) -> WorkspaceSettings:

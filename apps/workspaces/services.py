@@ -3,10 +3,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from django.contrib.auth import get_user_model
 from django.core.files.storage import default_storage
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.utils import timezone
 from django.utils.text import slugify
 
 from apps.core.crypto import encrypt
@@ -16,11 +15,10 @@ from apps.core.text import clean_text, kind_of, short
 from apps.pipeline.parsing import installed_languages
 from apps.pipeline.parsing.ocr import LANGUAGE
 from apps.pipeline.providers import PROVIDERS
-from apps.workspaces.models import Membership, Role, Workspace, WorkspaceSettings
+from apps.workspaces.models import Invitation, InvitationStatus, Membership, Role, Workspace, WorkspaceSettings
 from apps.workspaces.signals import workspace_deleted
-from apps.workspaces.tenancy import access, require
+from apps.workspaces.tenancy import KeyMembership, access, access_invitation, person_identifiers, require
 
-User = get_user_model()
 CHAT_PROVIDERS = ("groq", "zhipuai")
 
 
@@ -44,19 +42,104 @@ def workspace_create(*, owner, name: str, slug: str = "") -> Workspace:
     return workspace
 
 
-def membership_add(*, workspace: Workspace, actor: Membership, identifier: str, role: str) -> Membership:
+def invitation_create(*, workspace: Workspace, actor: Membership | KeyMembership, identifier: str, role: str) -> Invitation:
+    """Invite whoever holds the username or e-mail `identifier` to join as `role`.
+
+    No account is looked up, so the answer is the same whether anyone holds the identifier or
+    not: inviting cannot tell an admin who has an account. Only the names and addresses of
+    members, which the admin already sees, are refused as already in."""
     require(actor, "manage_members")
     _check_may_grant(actor, role)
-    identifier = clean_text(identifier, field="identifier", max_length=254, one_line=True).strip()
-    user = User.objects.filter(Q(username__iexact=identifier) | Q(email__iexact=identifier), is_active=True).first() if identifier else None
-    if user is None:
-        raise ApplicationError(f"No user with the username or e-mail “{identifier}”.", field="identifier")
+    identifier = _identifier(identifier)
     with transaction.atomic():
-        if Membership.objects.filter(workspace=workspace, user=user).exists():
-            raise ApplicationError(f"{user.username} is already a member of {workspace.name}.", field="identifier")
-        membership = Membership.objects.create(workspace=workspace, user=user, role=role)
-        event_record(workspace=workspace, actor=actor, action="member.add", data={"user": user.username, "role": role})
+        if identifier in _member_identifiers(workspace):
+            raise ApplicationError(f"“{short(identifier)}” is already a member of {workspace.name}.", field="identifier")
+        try:
+            with transaction.atomic():
+                invitation = Invitation.objects.create(workspace=workspace, identifier=identifier, role=role, invited_by=actor.user)
+        except IntegrityError:
+            raise ApplicationError(
+                f"“{short(identifier)}” is already invited: revoke that invitation to invite them with another role.", field="identifier"
+            ) from None
+        event_record(workspace=workspace, actor=actor, action="invitation.create", data={"identifier": identifier, "role": role})
+    return invitation
+
+
+def _identifier(value) -> str:
+    # Case-folding can lengthen text (ß → ss), so the length is checked again on what is stored.
+    folded = clean_text(value, field="identifier", max_length=254, one_line=True).strip().casefold()
+    if not folded:
+        raise ApplicationError("Give the username or e-mail of the person to invite.", field="identifier")
+    return clean_text(folded, field="identifier", max_length=254)
+
+
+def _member_identifiers(workspace: Workspace) -> set[str]:
+    names = Membership.objects.filter(workspace=workspace).values_list("user__username", "user__email")
+    return {value.casefold() for pair in names for value in pair if value}
+
+
+def invitation_revoke(*, workspace: Workspace, actor: Membership | KeyMembership, invitation_id) -> Invitation:
+    require(actor, "manage_members")
+    with transaction.atomic():
+        pending = Invitation.objects.select_for_update().filter(status=InvitationStatus.PENDING)
+        invitation = access(Invitation, workspace, invitation_id, pending)
+        if invitation.role == Role.OWNER and actor.role != Role.OWNER:
+            raise ApplicationError("Only an owner can revoke an invitation to be an owner.", status=403, code="forbidden")
+        _answer(invitation, InvitationStatus.REVOKED)
+        event_record(workspace=workspace, actor=actor, action="invitation.revoke", data=_invitation_data(invitation))
+    return invitation
+
+
+def invitation_accept(*, user, invitation_id) -> Membership:
+    """`user` joins the workspace of a pending invitation addressed to them, with its role; their
+    other pending invitations to it (one by username, one by e-mail) are answered by this one."""
+    with transaction.atomic():
+        invitation = access_invitation(user, invitation_id, Invitation.objects.select_for_update(of=("self",)))
+        workspace = invitation.workspace
+        try:
+            with transaction.atomic():
+                membership = Membership.objects.create(workspace=workspace, user=user, role=invitation.role)
+        except IntegrityError:
+            raise ApplicationError(f"You are already a member of {workspace.name}.", code="already_member") from None
+        siblings = Invitation.objects.filter(workspace=workspace, status=InvitationStatus.PENDING, identifier__in=person_identifiers(user))
+        siblings.update(status=InvitationStatus.ACCEPTED, answered_at=timezone.now())
+        event_record(workspace=workspace, actor=membership, action="invitation.accept", data=_invitation_data(invitation))
     return membership
+
+
+def invitation_decline(*, user, invitation_id) -> Invitation:
+    """`user` turns down an invitation addressed to them. The event names no one: whoever
+    declines chose not to join, and naming their account would tell the workspace who holds
+    the identifier."""
+    with transaction.atomic():
+        invitation = access_invitation(user, invitation_id, Invitation.objects.select_for_update(of=("self",)))
+        _answer(invitation, InvitationStatus.DECLINED)
+        event_record(workspace=invitation.workspace, actor=None, action="invitation.decline", data=_invitation_data(invitation))
+    return invitation
+
+
+def _answer(invitation: Invitation, status: str) -> None:
+    invitation.status, invitation.answered_at = status, timezone.now()
+    invitation.save(update_fields=["status", "answered_at"])
+
+
+def _invitation_data(invitation: Invitation) -> dict:
+    return {"identifier": invitation.identifier, "role": invitation.role}
+
+
+def membership_leave(*, workspace: Workspace, actor: Membership | KeyMembership) -> None:
+    """The person of `actor` leaves `workspace`; its last owner cannot, or nobody could manage it."""
+    require(actor, "leave")
+    if actor.user is None:
+        raise ApplicationError("An API key is not a member: only a person can leave a workspace.", status=403, code="forbidden")
+    with transaction.atomic():
+        target = _locked_member(workspace, actor.pk)
+        if target.role == Role.OWNER and Membership.objects.filter(workspace=workspace, role=Role.OWNER).count() <= 1:
+            raise ApplicationError(
+                f"You are the last owner of {workspace.name}: make someone else an owner before you leave.", code="last_owner"
+            )
+        target.delete()
+        event_record(workspace=workspace, actor=target, action="member.leave", data={"user": target.user.username, "role": target.role})
 
 
 def membership_change_role(*, workspace: Workspace, actor: Membership, membership_id, role: str) -> Membership:

@@ -19,7 +19,7 @@ from django.db import models
 from django.http import Http404, HttpRequest
 
 from apps.core.credentials import WorkspaceCredential
-from apps.workspaces.models import HoldsRole, Membership, Role, Workspace
+from apps.workspaces.models import HoldsRole, Invitation, InvitationStatus, Membership, Role, Workspace
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 M = TypeVar("M", bound=models.Model)
@@ -70,7 +70,8 @@ OPERATIONS: dict[str, str] = {
     "read": Role.VIEWER,  # pages, answers, documents, audit trail, evaluations
     "contribute": Role.MEMBER,  # upload, ask, re-index a document, run an evaluation
     "reverify": Role.MEMBER,  # judge an answer's claims again against its sources' current text
-    "manage_members": Role.ADMIN,
+    "leave": Role.VIEWER,  # a person leaves a workspace they are in (never its last owner; never an API key)
+    "manage_members": Role.ADMIN,  # members, their roles, and invitations
     "manage_settings": Role.ADMIN,  # pipeline settings and providers
     "manage_keys": Role.ADMIN,  # see, create and revoke API keys
     "reindex_all": Role.ADMIN,
@@ -123,6 +124,26 @@ def access(model: type[M], workspace: Workspace, pk, queryset: models.QuerySet[M
     if obj is None:
         raise Http404(f"No such {model._meta.verbose_name}.")
     return obj
+
+
+def person_identifiers(user) -> list[str]:
+    """What an invitation addressed to `user` holds: their username or e-mail, case-folded as
+    invitations store them."""
+    return [value.casefold() for value in (user.username, user.email) if value]
+
+
+def access_invitation(user, pk, queryset: models.QuerySet[Invitation] | None = None) -> Invitation:
+    """A pending invitation addressed to `user`, who is not a member yet: no workspace in the URL
+    to resolve, so the invitation's own identifier decides. 404 for missing, answered and
+    someone else's alike."""
+    queryset = Invitation.objects.all() if queryset is None else queryset
+    found = queryset.select_related("workspace").filter(
+        pk=_as_uuid(pk), status=InvitationStatus.PENDING, identifier__in=person_identifiers(user)
+    )
+    invitation = found.first()
+    if invitation is None:
+        raise Http404("No such invitation.")
+    return invitation
 
 
 def _as_uuid(value) -> uuid.UUID:

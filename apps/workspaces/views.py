@@ -9,9 +9,11 @@ from django.views.decorators.http import require_POST, require_safe
 from apps.core.errors import ApplicationError
 from apps.core.views import call_service
 from apps.workspaces import services
-from apps.workspaces.forms import MemberAddForm, MemberRoleForm, ProvidersForm, WorkspaceCreateForm, WorkspaceSettingsForm
+from apps.workspaces.forms import MemberInviteForm, MemberRoleForm, ProvidersForm, WorkspaceCreateForm, WorkspaceSettingsForm
 from apps.workspaces.models import Role
 from apps.workspaces.selectors import (
+    invitation_list,
+    invitation_list_for_user,
     membership_list,
     membership_list_for_user,
     provider_specs_get,
@@ -28,8 +30,45 @@ def workspace_list(request):
         if workspace is not None:
             messages.success(request, f"Workspace “{workspace.name}” created; you are its owner.")
             return redirect("ask", slug=workspace.slug)
-    memberships = membership_list_for_user(user=request.user)
-    return render(request, "workspaces/list.html", {"memberships": memberships, "form": form}, status=400 if form.errors else 200)
+    context = {
+        "memberships": membership_list_for_user(user=request.user),
+        "invitations": invitation_list_for_user(user=request.user),
+        "form": form,
+    }
+    return render(request, "workspaces/list.html", context, status=400 if form.errors else 200)
+
+
+@require_POST
+@login_required
+def invitation_accept(request, invitation_id):
+    """The invited person joins, and lands in the workspace; 404 for an invitation not theirs."""
+    try:
+        membership = services.invitation_accept(user=request.user, invitation_id=invitation_id)
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+        return redirect("workspace_list")
+    messages.success(request, f"You joined {membership.workspace.name} as {membership.get_role_display().lower()}.")
+    return redirect("ask", slug=membership.workspace.slug)
+
+
+@require_POST
+@login_required
+def invitation_decline(request, invitation_id):
+    invitation = services.invitation_decline(user=request.user, invitation_id=invitation_id)
+    messages.success(request, f"You declined the invitation to {invitation.workspace.name}.")
+    return redirect("workspace_list")
+
+
+@require_POST
+@workspace_view(write="leave")
+def workspace_leave(request):
+    try:
+        services.membership_leave(workspace=request.workspace, actor=request.membership)
+    except ApplicationError as exc:
+        messages.error(request, exc.message)
+    else:
+        messages.success(request, f"You left {request.workspace.name}.")
+    return redirect("workspace_list")
 
 
 @require_safe
@@ -40,14 +79,21 @@ def workspace_home(request):
 
 @workspace_view(read="manage_members", write="manage_members")
 def members(request):
-    """Who is in the workspace, with their e-mail addresses: for admins and owners, as in the API."""
-    form = MemberAddForm(request.POST or None)
+    """Who is in the workspace, with their e-mail addresses, and who is invited: for admins and
+    owners, as in the API. Inviting answers the same whether or not anyone holds the identifier."""
+    form = MemberInviteForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        added = call_service(form, services.membership_add, workspace=request.workspace, actor=request.membership, **form.cleaned_data)
-        if added is not None:
-            messages.success(request, f"{added.user.username} added as {added.get_role_display().lower()}.")
+        invited = call_service(form, services.invitation_create, workspace=request.workspace, actor=request.membership, **form.cleaned_data)
+        if invited is not None:
+            role = invited.get_role_display().lower()
+            messages.success(request, f"Invitation for “{invited.identifier}” sent: they join as {role} when they accept it.")
             return redirect("members", slug=request.workspace.slug)
-    context = {"form": form, "members": membership_list(workspace=request.workspace), "roles": Role.choices}
+    context = {
+        "form": form,
+        "members": membership_list(workspace=request.workspace),
+        "invitations": invitation_list(workspace=request.workspace),
+        "roles": Role.choices,
+    }
     return render(request, "workspaces/members.html", context, status=400 if form.errors else 200)
 
 
@@ -68,6 +114,13 @@ def member_role(request, membership_id):
 @workspace_view(write="manage_members")
 def member_remove(request, membership_id):
     _run_member_action(request, services.membership_remove, membership_id=membership_id, done="Member removed.")
+    return redirect("members", slug=request.workspace.slug)
+
+
+@require_POST
+@workspace_view(write="manage_members")
+def invitation_revoke(request, invitation_id):
+    _run_member_action(request, services.invitation_revoke, invitation_id=invitation_id, done="Invitation revoked.")
     return redirect("members", slug=request.workspace.slug)
 
 

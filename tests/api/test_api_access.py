@@ -16,12 +16,13 @@ from apps.apikeys.services import apikey_create, apikey_revoke
 from apps.documents.models import Document
 from apps.evals.models import EvalRun, EvalSet
 from apps.queries.models import QueryRun
-from apps.workspaces.models import ROLE_RANK, Membership, Role
+from apps.workspaces.models import ROLE_RANK, Invitation, InvitationStatus, Membership, Role
 from tests.factories import (
     AuditRecordFactory,
     DocumentFactory,
     EvalRunFactory,
     EvalSetFactory,
+    InvitationFactory,
     MembershipFactory,
     QueryRunFactory,
     UserFactory,
@@ -39,6 +40,7 @@ class Endpoint:
     needs: str
     ok: int
     body: str = ""  # name of a World method that builds the request body
+    people_only: bool = False  # a person's own act (leaving): API keys are refused (403) whatever their role
 
 
 ENDPOINTS = [
@@ -61,7 +63,9 @@ ENDPOINTS = [
     Endpoint("ask", "post", "api_queries", (), M, 202, body="ask"),
     Endpoint("reindex one", "post", "api_document_reindex", ("doc",), M, 202),
     Endpoint("reindex all", "post", "api_documents_reindex", (), A, 202),
-    Endpoint("member add", "post", "api_members", (), A, 201, body="member_add"),
+    Endpoint("member invite", "post", "api_members", (), A, 202, body="member_invite"),
+    Endpoint("invitations list", "get", "api_invitations", (), A, 200),
+    Endpoint("invitation", "get", "api_invitation", ("invitation",), A, 200),
     Endpoint("member role", "patch", "api_member", ("tess",), A, 200, body="member_role"),
     Endpoint("api key create", "post", "api_keys", (), A, 201, body="key_create"),
     Endpoint("eval sets list", "get", "api_eval_sets", (), V, 200),
@@ -75,6 +79,8 @@ ENDPOINTS = [
     Endpoint("document delete", "delete", "api_document", ("doomed_doc",), M, 204),
     Endpoint("member remove", "delete", "api_member", ("rick",), A, 204),
     Endpoint("api key revoke", "delete", "api_key", ("old_key",), A, 204),
+    Endpoint("invitation revoke", "delete", "api_invitation", ("invitation",), A, 204),
+    Endpoint("leave", "post", "api_workspace_leave", (), V, 204, people_only=True),  # last: the caller is out after it
 ]
 
 
@@ -90,7 +96,9 @@ class World:
         self.answered = _answered(a, self.doc).pk
         self.tess = MembershipFactory(workspace=a, user=UserFactory(username="tess"), role=Role.MEMBER).pk
         self.rick = MembershipFactory(workspace=a, user=UserFactory(username="rick"), role=Role.MEMBER).pk
+        MembershipFactory(workspace=a, user=UserFactory(username="otto"), role=Role.OWNER)  # so the owner, too, may leave
         UserFactory(username="newcomer")
+        self.invitation = InvitationFactory(workspace=a, identifier="newcomer@example.com", role=Role.VIEWER).pk
         self.old_key = apikey_create(workspace=a, actor=None, name="old job", role=Role.VIEWER)[0].pk
         self.record = AuditRecordFactory(workspace=a, query_run_id=self.run, payload={"question": "?"}).pk
         self.csv = "csv"
@@ -107,7 +115,7 @@ class World:
     def ask(self):
         return {"question": "What is in A?", "async": True}, "json"
 
-    def member_add(self):
+    def member_invite(self):
         return {"identifier": "newcomer", "role": "viewer"}, "json"
 
     def member_role(self):
@@ -206,9 +214,11 @@ def _client(personas, credential: str) -> APIClient:
 
 
 def _expected(credential: str, endpoint: Endpoint) -> int:
-    standing = CREDENTIALS[credential][1]
+    kind, standing = CREDENTIALS[credential]
     if isinstance(standing, int):
         return standing
+    if endpoint.people_only and kind == "key":
+        return 403
     return endpoint.ok if ROLE_RANK[standing] >= ROLE_RANK[endpoint.needs] else 403
 
 
@@ -234,6 +244,11 @@ def test_every_endpoint_answers_each_credential_as_its_role_allows(personas, cre
     assert (ApiKey.objects.get(pk=world.old_key).revoked_at is None) == ("api key revoke" in refused)
     assert Membership.objects.filter(pk=world.rick).exists() == ("member remove" in refused)
     assert EvalSet.objects.filter(pk=world.doomed_set).exists() == ("eval set delete" in refused)
+    pending = Invitation.objects.get(pk=world.invitation).status == InvitationStatus.PENDING
+    assert pending == ("invitation revoke" in refused)
+    assert Invitation.objects.filter(workspace=world.ws, identifier="newcomer").exists() == ("member invite" not in refused)
+    if credential in ("owner", "admin", "member", "viewer"):
+        assert Membership.objects.filter(pk=getattr(personas, credential).pk).exists() == ("leave" in refused)
 
 
 @pytest.mark.parametrize("credential", list(CREDENTIALS))

@@ -17,7 +17,7 @@ from schemathesis.specs.openapi.checks import content_type_conformance, response
 
 from apps.apikeys.services import apikey_create
 from apps.workspaces.models import Role
-from tests.factories import DocumentFactory, MembershipFactory, QueryRunFactory, UserFactory
+from tests.factories import DocumentFactory, InvitationFactory, MembershipFactory, QueryRunFactory, UserFactory
 
 EXAMPLES_PER_OPERATION = 8
 BUDGET_S = 50
@@ -66,6 +66,7 @@ def test_fuzzing_every_operation_from_the_schema_finds_no_server_error(personas,
         "run_id": str(QueryRunFactory(workspace=a).pk),
         "membership_id": str(MembershipFactory(workspace=a, user=UserFactory(username="tess")).pk),
         "key_id": str(apikey_create(workspace=a, actor=None, name="spare", role=Role.VIEWER)[0].pk),
+        "invitation_id": str(InvitationFactory(workspace=a, identifier="nina").pk),
     }
     schema = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", get_wsgi_application())
     started, failures, calls = time.monotonic(), [], 0

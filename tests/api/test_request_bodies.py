@@ -57,7 +57,13 @@ def test_every_operation_without_a_request_body_refuses_a_large_one(personas):
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {personas.api_key('admin')}")
     schema = client.get("/api/v1/schema/", {"format": "json"}).json()
     world = World(personas)
-    ids = {"workspace_id": world.ws, "document_id": world.doc, "set_id": world.eval_set, "run_id": world.run}
+    ids = {
+        "workspace_id": world.ws,
+        "document_id": world.doc,
+        "set_id": world.eval_set,
+        "run_id": world.run,
+        "invitation_id": world.invitation,
+    }
     bodiless = [path for path, operations in schema["paths"].items() if "post" in operations and "requestBody" not in operations["post"]]
     assert len(bodiless) >= 4
     for path in bodiless:

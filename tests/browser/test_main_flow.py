@@ -73,35 +73,42 @@ def test_member_uploads_a_document_and_gets_an_answer_with_quoted_claims(persona
     screenshot(page, request)
 
 
-def test_owner_adds_a_member_who_then_sees_the_workspace(personas, password, browser, live_server, page, request):
-    UserFactory(username="nadia")
+def test_owner_invites_a_user_by_email_who_accepts_and_lands_in_the_workspace(personas, password, browser, live_server, page, request):
+    UserFactory(username="nadia", email="nadia@example.org")
     log_in(page, personas.owner.user.username, password)
 
     page.goto("/w/acme/members/")
     expect(page.get_by_role("heading", name="Members of Acme Research")).to_be_visible()
-    expect(page.locator("tbody tr", has_text="nadia")).to_have_count(0)
-    page.get_by_label("Username or e-mail").fill("nadia")
+    page.get_by_label("Username or e-mail").fill("Nadia@Example.org")
     page.locator("select[name=role]").last.select_option("viewer")
-    page.get_by_role("button", name="Add", exact=True).click()
+    page.get_by_role("button", name="Invite", exact=True).click()
 
-    expect(page.locator(".messages li.success")).to_have_text("nadia added as viewer.")
-    new_row = page.locator("tbody tr", has_text="nadia")
-    expect(new_row).to_have_count(1)
-    expect(new_row.get_by_label("Role of nadia")).to_have_value("viewer")
+    expect(page.locator(".messages li.success")).to_have_text(
+        "Invitation for “nadia@example.org” sent: they join as viewer when they accept it."
+    )
+    expect(page.locator("section.invitations tbody tr", has_text="nadia@example.org")).to_contain_text("Viewer")
+    expect(page.get_by_label("Role of nadia")).to_have_count(0)  # invited, not yet a member
 
     nadia = browser.new_context(base_url=live_server.url, viewport={"width": 1280, "height": 900})
     try:
         nadia_page = nadia.new_page()
         log_in(nadia_page, "nadia", password)
         expect(nadia_page.get_by_role("heading", name="Your workspaces")).to_be_visible()
-        workspace_row = nadia_page.locator("tbody tr", has_text="Acme Research")
-        expect(workspace_row).to_contain_text("Viewer")
-        expect(nadia_page.locator("tbody")).not_to_contain_text("Beta Labs")
-        workspace_row.get_by_role("link", name="Acme Research").click()
+        invitation = nadia_page.locator("section.invitations tbody tr", has_text="Acme Research")
+        expect(invitation).to_contain_text("Viewer")
+        expect(invitation).to_contain_text("olivia")
+        expect(nadia_page.locator("table.memberships")).to_have_count(0)
+        screenshot(nadia_page, request, "-invited")
+        invitation.get_by_role("button", name="Accept the invitation to Acme Research").click()
         expect(nadia_page.get_by_role("heading", name="Ask Acme Research")).to_be_visible()
+        expect(nadia_page.locator(".messages li.success")).to_have_text("You joined Acme Research as viewer.")
         screenshot(nadia_page, request)
     finally:
         nadia.close()
+
+    page.goto("/w/acme/members/")
+    expect(page.locator("tbody tr", has_text="nadia").get_by_label("Role of nadia")).to_have_value("viewer")
+    expect(page.locator("section.invitations")).to_contain_text("No pending invitation.")
 
 
 def test_viewer_sees_no_upload_or_ask_form(personas, password, page, request):

@@ -33,7 +33,7 @@ from apps.documents.models import Document, DocumentStatus
 from apps.evals.formats import FORMATS
 from apps.pipeline.parsing import SUPPORTED_EXTENSIONS
 from tests import hostile
-from tests.factories import AuditRecordFactory, DocumentFactory, EvalRunFactory, EvalSetFactory, QueryRunFactory
+from tests.factories import AuditRecordFactory, DocumentFactory, EvalRunFactory, EvalSetFactory, InvitationFactory, QueryRunFactory
 
 WRITE_METHODS = ("post", "put", "patch", "delete")
 UPLOAD_LIMIT = 100_000
@@ -139,6 +139,7 @@ def world(personas, settings, tmp_path):
         "record_id": AuditRecordFactory(workspace=a, query_run_id=run.pk).pk,
         "query_run": run.pk,
         "eval_run": EvalRunFactory(eval_set=eval_set).pk,
+        "invitation_id": InvitationFactory(workspace=a, identifier="nina").pk,
         "fmt": "csv",
     }
     api = Client(HTTP_AUTHORIZATION=f"Token {personas.token('owner')}")

@@ -65,7 +65,9 @@ def routes() -> list[tuple[str, str]]:
                 found.append((prefix + str(pattern.pattern), pattern.name or ""))
 
     walk(get_resolver().url_patterns)
-    return [(route, name) for route, name in found if not route.startswith(SKIPPED_PREFIXES)]
+    kept = [(route, name) for route, name in found if not route.startswith(SKIPPED_PREFIXES)]
+    # Leaving a workspace ends the caller's membership: walked last, so the rest runs as a member.
+    return sorted(kept, key=lambda route: route[1].endswith("_leave"))
 
 
 def concrete(route: str, name: str, world: World, slug: str, user_pk: int) -> str:
@@ -79,6 +81,7 @@ def concrete(route: str, name: str, world: World, slug: str, user_pk: int) -> st
         "set_id": world.eval_set,
         "key_id": world.old_key,
         "record_id": world.record,
+        "invitation_id": world.invitation,
         "fmt": "csv",
         "object_id": user_pk,
         "id": user_pk,

@@ -10,7 +10,8 @@ from apps.apikeys.services import apikey_create
 from apps.documents.models import Document
 from apps.evals.models import EvalRun, EvalSet
 from apps.queries.models import QueryRun
-from tests.factories import AuditRecordFactory, DocumentFactory, EvalRunFactory, EvalSetFactory, QueryRunFactory
+from apps.workspaces.models import Invitation, InvitationStatus, Membership
+from tests.factories import AuditRecordFactory, DocumentFactory, EvalRunFactory, EvalSetFactory, InvitationFactory, QueryRunFactory
 
 
 @pytest.fixture
@@ -22,7 +23,17 @@ def objects(personas):
     record = AuditRecordFactory(workspace=a, query_run_id=run.pk, payload={"question": run.question})
     eval_set = EvalSetFactory(workspace=a, name="acme-eval", question_count=1, answerable_count=1)
     eval_run = EvalRunFactory(eval_set=eval_set)
-    return {"run": run, "doc": doc, "membership": personas.member, "key": key, "record": record, "eval_set": eval_set, "eval_run": eval_run}
+    invitation = InvitationFactory(workspace=a, identifier="nina@example.com")
+    return {
+        "run": run,
+        "doc": doc,
+        "membership": personas.member,
+        "key": key,
+        "record": record,
+        "eval_set": eval_set,
+        "eval_run": eval_run,
+        "invitation": invitation,
+    }
 
 
 def page_urls(p, o) -> list[tuple[str, str]]:
@@ -42,6 +53,8 @@ def page_urls(p, o) -> list[tuple[str, str]]:
         ("post", reverse("members", args=[slug])),
         ("post", reverse("member_role", args=[slug, o["membership"].pk])),
         ("post", reverse("member_remove", args=[slug, o["membership"].pk])),
+        ("post", reverse("invitation_revoke", args=[slug, o["invitation"].pk])),
+        ("post", reverse("workspace_leave", args=[slug])),
         ("get", reverse("providers", args=[slug])),
         ("post", reverse("providers", args=[slug])),
         ("get", reverse("api_keys_page", args=[slug])),
@@ -65,7 +78,9 @@ def page_urls(p, o) -> list[tuple[str, str]]:
 
 
 ADMIN_ONLY_PAGES = ("api_keys_page", "members", "providers")
-ADMIN_ONLY_API = ("api_members", "api_member", "api_keys", "api_key")
+ADMIN_ONLY_API = ("api_members", "api_member", "api_invitations", "api_invitation", "api_keys", "api_key")
+# Every member may leave, a viewer too: the viewer's walk leaves last, apart from the writes it may not do.
+LEAVE = ("workspace_leave", "api_workspace_leave")
 
 
 def api_urls(p, o) -> list[tuple[str, str]]:
@@ -78,6 +93,10 @@ def api_urls(p, o) -> list[tuple[str, str]]:
         ("get", reverse("api_member", args=[ws, o["membership"].pk])),
         ("patch", reverse("api_member", args=[ws, o["membership"].pk])),
         ("delete", reverse("api_member", args=[ws, o["membership"].pk])),
+        ("get", reverse("api_invitations", args=[ws])),
+        ("get", reverse("api_invitation", args=[ws, o["invitation"].pk])),
+        ("delete", reverse("api_invitation", args=[ws, o["invitation"].pk])),
+        ("post", reverse("api_workspace_leave", args=[ws])),
         ("get", reverse("api_settings", args=[ws])),
         ("patch", reverse("api_settings", args=[ws])),
         ("get", reverse("api_audits", args=[ws])),
@@ -143,10 +162,14 @@ def test_viewer_can_read_but_every_write_is_403(personas, objects):
     headers = {"HTTP_AUTHORIZATION": f"Token {personas.token('viewer')}"}
     admin_only = [reverse(name, args=[personas.workspace_a.slug]) for name in ADMIN_ONLY_PAGES]
     for method, url in page_urls(personas, objects):
+        if resolve(url).url_name in LEAVE:
+            continue
         response = getattr(client, method)(url)
         expected = (200, 302) if method == "get" and url not in admin_only else (403,)
         assert response.status_code in expected, (method, url, response.status_code)
     for method, url in api_urls(personas, objects):
+        if resolve(url).url_name in LEAVE:
+            continue
         response = getattr(client, method)(url, **headers)
         readable = method == "get" and resolve(url).url_name not in ADMIN_ONLY_API
         assert response.status_code == (200 if readable else 403), (method, url, response.status_code)
@@ -155,6 +178,9 @@ def test_viewer_can_read_but_every_write_is_403(personas, objects):
     assert EvalSet.objects.filter(pk=objects["eval_set"].pk).exists(), "nor the evaluation set"
     assert EvalRun.objects.count() == 1, "and no evaluation run was started"
     assert not QueryRun.objects.filter(reverifies=objects["run"]).exists(), "and no answer was re-verified"
+    assert Invitation.objects.get(pk=objects["invitation"].pk).status == InvitationStatus.PENDING, "nor the invitation"
+    assert client.post(reverse("workspace_leave", args=[personas.workspace_a.slug])).status_code == 302
+    assert not Membership.objects.filter(pk=personas.viewer.pk).exists(), "but the viewer may leave"
 
 
 def test_object_of_one_workspace_is_404_through_the_url_of_another(personas, objects):

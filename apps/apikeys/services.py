@@ -10,7 +10,7 @@ from django.utils import timezone
 from apps.apikeys.models import KEY_ROLES, ApiKey
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
-from apps.core.text import clean_text
+from apps.core.guard import clean_text
 from apps.workspaces.models import Membership, Workspace
 from apps.workspaces.tenancy import KeyMembership, access, require
 

@@ -14,8 +14,8 @@ from django.conf import settings
 from rest_framework import exceptions, metadata, negotiation, pagination, parsers, throttling
 
 from apps.core.credentials import WorkspaceCredential
+from apps.core.guard import JSONUnreadable, read_json
 from apps.core.ratelimit import window_hit
-from apps.core.text import JSONUnreadable, read_json
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class ApiRateThrottle(throttling.SimpleRateThrottle):
 
 
 class JSONParser(parsers.JSONParser):
-    """DRF's parser on the one reader of JSON from outside (`apps.core.text.read_json`): nesting
+    """DRF's parser on the one reader of JSON from outside (`apps.core.guard.read_json`): nesting
     deeper than it allows, NaN and Infinity are 400s, as are lone surrogates (valid JSON
     escapes that no database text can hold), wherever they are, keys included."""
 

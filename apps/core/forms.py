@@ -2,11 +2,11 @@ from __future__ import annotations
 
 from django import forms
 
-from apps.core.text import text_problem
+from apps.core.guard import text_problem
 
 
 class TextField(forms.CharField):
-    """A page's text field held to the one text guard (`apps.core.text`): the form says what
+    """A page's text field held to the one text guard (`apps.core.guard`): the form says what
     the API says — NUL, other control characters, lone surrogates, length and, with
     `one_line`, line breaks and text-direction controls."""
 

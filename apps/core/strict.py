@@ -3,7 +3,7 @@
 DRF's own fields coerce: {"question": 123} becomes "123", {"async": "yes"} True,
 {"threshold_override": "0.5"} 0.5. These take a JSON value of their own type only (a form or
 multipart body, where every value is text, is read as DRF reads it), and text goes through the
-one text guard (`apps.core.text`), so the API refuses what the pages refuse, in the same words.
+one text guard (`apps.core.guard`), so the API refuses what the pages refuse, in the same words.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from __future__ import annotations
 from django.http import QueryDict
 from rest_framework import serializers
 
-from apps.core.text import kind_of, text_problem
+from apps.core.guard import kind_of, text_problem
 
 
 class TextField(serializers.CharField):
-    """Text only, held to `apps.core.text` (NUL, other control characters, lone surrogates,
+    """Text only, held to `apps.core.guard` (NUL, other control characters, lone surrogates,
     length; with `one_line`, line breaks and text-direction controls too)."""
 
     def __init__(self, *, one_line: bool = False, **kwargs):

@@ -19,8 +19,8 @@ from pgvector import Vector
 from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
+from apps.core.guard import safe_filename, storable
 from apps.core.serving import configured_ingestion_lanes, cores
-from apps.core.text import safe_filename, storable
 from apps.documents.models import Document, DocumentStatus
 from apps.documents.signals import document_text_changed
 from apps.documents.sql import documents_mark_written, unindex_document, unit_vectors_write, vector_index_drop, write_chunks

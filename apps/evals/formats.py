@@ -2,7 +2,7 @@
 the line (or JSON path) and field at fault. Plain Python: the caller decides what to save.
 
 JSON is read by the one reader of JSON from outside (no nesting deep enough to exhaust the
-recursion limit), and every text kept is held to the one text guard (`apps.core.text`): a NUL,
+recursion limit), and every text kept is held to the one text guard (`apps.core.guard`): a NUL,
 a lone surrogate or another control character is refused with its line, as the API refuses it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import csv
 import io
 from dataclasses import dataclass, field
 
-from apps.core.text import JSONUnreadable, read_json, short, text_problem
+from apps.core.guard import JSONUnreadable, read_json, short, text_problem
 
 MAX_QUESTIONS = 5000
 # Extension → format: what an evaluation upload may be (the hostile-input walk uploads each kind).

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
-from apps.core.text import clean_text, safe_filename
+from apps.core.guard import clean_text, safe_filename
 from apps.evals.formats import EvalFileError, parse_eval_file
 from apps.evals.models import EvalQuestion, EvalResult, EvalRun, EvalSet, EvalStatus
 from apps.evals.selectors import access_eval_run, access_eval_set, eval_run_report

@@ -13,7 +13,7 @@ from django.utils import timezone
 from apps.audits.services import audit_record_create
 from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
-from apps.core.text import clean_text
+from apps.core.guard import clean_text
 from apps.documents.selectors import chunk_citations_get, chunk_search
 from apps.pipeline.answer import AnswerParams, AnswerTrace, Assessment, StageClock, Tools, answer, assess
 from apps.pipeline.combined_judge import CombinedJudge, get_combined_judge
@@ -356,7 +356,7 @@ def _source_row(index: int, c, cited: dict[str, dict]) -> dict:
 
 
 def _clean_question(question: str) -> str:
-    """The question held to the one text guard (`apps.core.text`), its whitespace collapsed."""
+    """The question held to the one text guard (`apps.core.guard`), its whitespace collapsed."""
     question = " ".join(clean_text(question or "", field="question").split())
     if not question:
         raise ApplicationError("Type a question.", field="question")

@@ -11,7 +11,7 @@ from django.utils.text import slugify
 from apps.core.crypto import encrypt
 from apps.core.errors import ApplicationError
 from apps.core.events import event_record
-from apps.core.text import clean_text, kind_of, short
+from apps.core.guard import clean_text, kind_of, short
 from apps.pipeline.parsing import installed_languages
 from apps.pipeline.parsing.ocr import LANGUAGE
 from apps.pipeline.providers import PROVIDERS

@@ -158,7 +158,7 @@ CELERY_DB_REUSE_MAX = 1000
 CELERY_BEAT_SCHEDULE = {
     "reap-stuck-documents": {"task": "apps.documents.tasks.reap_stuck_documents", "schedule": float(REAPER_INTERVAL_S)},
     "reap-queued-queries": {"task": "apps.queries.tasks.reap_queued_queries", "schedule": float(REAPER_INTERVAL_S)},
-    "purge-idempotency-records": {"task": "apps.core.tasks.purge_idempotency_records", "schedule": 3600.0},
+    "purge-idempotency-records": {"task": "apps.workspaces.tasks.purge_idempotency_records", "schedule": 3600.0},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 

@@ -4,8 +4,7 @@ from django.conf import settings
 from django.db import models
 
 from apps.core.credentials import WorkspaceCredential
-from apps.core.models import TenantModel
-from apps.workspaces.models import Role
+from apps.workspaces.models import Role, TenantModel
 
 # A key acts for a system, not a person: it can do what an admin, a member or a viewer can,
 # never what only an owner can (owners are people who answer for the workspace).

@@ -10,7 +10,7 @@ from django.db import models
 from django.db.models.fields.json import KT
 from django.db.models.functions import Upper
 
-from apps.core.models import TenantModel
+from apps.workspaces.models import TenantModel
 
 GENESIS_HASH = "0" * 64
 

@@ -6,14 +6,14 @@ from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from apps.core import idempotency
 from apps.core.api import ErrorSerializer, error_responses
 from apps.core.errors import ApplicationError
-from apps.core.idempotency import idempotent
 from apps.documents import services
 from apps.documents.models import Document, DocumentKind
 from apps.documents.selectors import access_document, document_list
+from apps.workspaces import idempotency
 from apps.workspaces.api_base import WorkspaceAPIView
+from apps.workspaces.idempotency import idempotent
 
 
 class DocumentSerializer(serializers.ModelSerializer):

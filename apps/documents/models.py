@@ -6,9 +6,9 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import SparseVectorField, VectorField
 
-from apps.core.models import TenantModel
 from apps.pipeline.bm25 import LEXEME_DIMENSIONS
 from apps.pipeline.embedding import DIMENSIONS
+from apps.workspaces.models import TenantModel
 
 
 class DocumentStatus(models.TextChoices):

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from apps.core.models import TenantModel
+from apps.workspaces.models import TenantModel
 
 
 class EvalFormat(models.TextChoices):

@@ -8,15 +8,16 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 
 from apps.audits.selectors import audit_record_id_for_run
-from apps.core import idempotency, strict
+from apps.core import strict
 from apps.core.api import error_responses
-from apps.core.idempotency import idempotent
 from apps.pipeline.citations import Citation, marked_text, place_citations
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
 from apps.queries.selectors import access_query_run, query_run_list, query_run_refusal
 from apps.queries.services import query_answer, query_run_enqueue
 from apps.queries.sources import query_run_reverify
+from apps.workspaces import idempotency
 from apps.workspaces.api_base import WorkspaceAPIView
+from apps.workspaces.idempotency import idempotent
 
 
 @extend_schema_serializer(deprecate_fields=["query"])

@@ -3,9 +3,8 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
-
-from apps.core.models import TenantModel
 
 
 class Workspace(models.Model):
@@ -19,6 +18,17 @@ class Workspace(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class TenantModel(models.Model):
+    """Base of every tenant-owned row: a UUID public id and a non-null workspace."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
 
 
 class Role(models.TextChoices):
@@ -180,3 +190,29 @@ class WorkspaceSettings(models.Model):
 
     def __str__(self) -> str:
         return f"settings of {self.workspace_id}"
+
+
+class IdempotencyRecord(TenantModel):
+    """The first response to a request sent with an `Idempotency-Key`, replayed to repeats
+    (apps.workspaces.idempotency).
+
+    One row per workspace + credential + key; the unique constraint is what keeps two
+    concurrent repeats from both doing the work. `status_code` is null while the first
+    request is still running."""
+
+    credential = models.CharField(max_length=80)
+    key = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    body = models.JSONField(null=True, blank=True, encoder=DjangoJSONEncoder)
+    headers = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "credential", "key"], name="idempotency_unique_key_per_credential"),
+        ]
+        # Not per workspace: the hourly purge forgets old responses of every workspace at once.
+        indexes = [models.Index(fields=["created_at"], name="idempotency_created")]
+
+    def __str__(self) -> str:
+        return f"{self.key} by {self.credential}"

@@ -13,10 +13,10 @@ from django.db import connection
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from apps.core.models import IdempotencyRecord
 from apps.documents.models import Document
 from apps.queries import api as queries_api
 from apps.queries.models import QueryRun
+from apps.workspaces.models import IdempotencyRecord
 
 
 def token_client(personas, who: str = "member", key: str | None = None) -> APIClient:

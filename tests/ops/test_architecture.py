@@ -97,6 +97,37 @@ def test_core_is_the_ground_floor():
     assert app_graph()["core"] == set()
 
 
+def test_no_app_imports_the_site():
+    """The site (settings, URLs, the Celery app) sits above every app: an app that imported it
+    would be an arrow back up that the app graph does not show."""
+    for path in python_files(ROOT / "apps"):
+        site = [m for m in imported_modules(path) if m.split(".")[0] == "trustrag_site"]
+        assert not site, f"{path.relative_to(ROOT)} imports {site}"
+
+
+def migration_graph() -> dict[str, set[str]]:
+    """app → the other apps its migrations depend on (`dependencies` of each migration)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "apps").glob("*/migrations/0*.py")):
+        app = path.relative_to(ROOT).parts[1]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "dependencies" for t in node.targets):
+                # (app, name) pairs; a swappable_dependency(...) call names the user model, outside apps/
+                pairs = [ast.literal_eval(e) for e in getattr(node.value, "elts", []) if isinstance(e, ast.Tuple)]
+                graph.setdefault(app, set()).update(other for other, _ in pairs if other != app)
+    return graph
+
+
+def test_migrations_depend_only_downwards():
+    """Core's migrations depend on no other app's, and no app's migrations depend on an app that
+    its code may not import (the two graphs together have no cycle)."""
+    migrations = migration_graph()
+    assert migrations.get("core", set()) == set(), migrations.get("core")
+    imports = app_graph()
+    merged = {app: imports.get(app, set()) | migrations.get(app, set()) for app in imports.keys() | migrations.keys()}
+    assert find_cycle(merged) is None, f"cycle: {' → '.join(find_cycle(merged))}"
+
+
 def test_nothing_of_the_product_imports_the_benchmarks():
     for path in python_files(*PRODUCT):
         assert "bench" not in {app_of(m) for m in imported_modules(path)}, f"{path.relative_to(ROOT)} imports bench"

@@ -21,7 +21,7 @@ from rest_framework.response import Response
 
 from apps.core.credentials import WorkspaceCredential
 from apps.core.errors import ApplicationError
-from apps.core.models import IdempotencyRecord
+from apps.workspaces.models import IdempotencyRecord
 
 HEADER = "Idempotency-Key"
 KEEP_FOR = timedelta(hours=24)

@@ -1,5 +1,6 @@
-"""The README's API examples, run exactly as written (curl and Python `requests`) against a live
-server and the real worker, with only the server's address, the key and the workspace id set."""
+"""The API examples of docs/api.md and the README, run exactly as written (curl and Python
+`requests`) against a live server and the real worker, with only the server's address, the key and
+the workspace id set."""
 
 from __future__ import annotations
 
@@ -24,32 +25,42 @@ HANDBOOK = (
 )
 
 
-def readme_examples() -> dict[str, tuple[str, str]]:
-    """name → (language, code) of every fenced block marked `<!-- api-example: name -->`."""
-    text = (ROOT / "README.md").read_text()
-    return {name: (lang, code) for name, lang, code in re.findall(r"<!-- api-example: ([\w-]+) -->\n```(\w+)\n(.*?)```", text, re.S)}
+DOCUMENTS = ("docs/api.md", "README.md")
+
+
+def api_examples() -> dict[str, tuple[str, str]]:
+    """name → (language, code) of every fenced block marked `<!-- api-example: name -->` in the
+    API page and the README; a name is used once across them."""
+    found: dict[str, tuple[str, str]] = {}
+    for document in DOCUMENTS:
+        text = (ROOT / document).read_text()
+        for name, lang, code in re.findall(r"<!-- api-example: ([\w-]+) -->\n```(\w+)\n(.*?)```", text, re.S):
+            assert name not in found, f"the API example {name} is written twice"
+            found[name] = (lang, code)
+    return found
 
 
 class Runner:
     def __init__(self, cwd: Path, env: dict[str, str]):
-        self.examples, self.cwd, self.env = readme_examples(), cwd, env
+        self.examples, self.cwd, self.env = api_examples(), cwd, env
 
     def __call__(self, name: str) -> str:
         language, code = self.examples[name]
         command = ["bash", "-euo", "pipefail", "-c", code] if language == "sh" else [sys.executable, "-c", code]
         done = subprocess.run(command, cwd=self.cwd, env=self.env, capture_output=True, text=True, timeout=180)
-        assert done.returncode == 0, f"README example {name} failed:\n{done.stdout}\n{done.stderr}"
+        assert done.returncode == 0, f"API example {name} failed:\n{done.stdout}\n{done.stderr}"
         return done.stdout
 
 
-def test_the_readme_has_curl_and_python_examples():
-    examples = readme_examples()
-    assert {"curl-workspaces", "curl-upload", "curl-status", "curl-ask", "python"} <= set(examples)
+def test_the_api_page_has_curl_and_python_examples_and_the_readme_one():
+    examples = api_examples()
+    assert {"curl-workspaces", "curl-upload", "curl-status", "curl-ask", "python", "readme-ask"} <= set(examples)
+    assert len(examples["readme-ask"][1].splitlines()) <= 5, "the README's example stays five lines"
     assert examples["python"][0] == "python"
     assert "import requests" in examples["python"][1]
 
 
-def test_the_readme_api_examples_work_against_a_live_server(personas, live_server, celery_worker, tmp_path):
+def test_the_api_examples_work_against_a_live_server(personas, live_server, celery_worker, tmp_path):
     (tmp_path / "handbook.txt").write_text(HANDBOOK)
     env = os.environ | {"TRUSTRAG_URL": live_server.url, "TRUSTRAG_KEY": personas.api_key("member", name="readme")}
     run = Runner(tmp_path, env)
@@ -68,7 +79,12 @@ def test_the_readme_api_examples_work_against_a_live_server(personas, live_serve
     answer = json.loads(run("curl-ask"))
     assert "two years" in answer["answer"]
     assert any(claim["verdict"] == "supports" and "two years" in claim["quote"] for claim in answer["claims"])
-    assert answer["refusal_triggered"] is False
+    assert answer["refusal"] is None
+
+    asked = json.loads(run("readme-ask"))  # the README's five lines: an answer or a refusal, with its record
+    assert asked["status"] == "done"
+    assert asked["audit_id"]
+    assert {"claims", "risk", "refusal"} <= set(asked)
 
     printed = run("python")
     assert "two years" in printed

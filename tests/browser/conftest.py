@@ -21,6 +21,11 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "screenshots"
+# The README's images, redrawn by the browser tests that reach their pages, so they show the
+# product as it is; a fixed width and a capped height keep them alike from run to run and small.
+README_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+README_WIDTH = 1200
+README_MAX_HEIGHT = 1400
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +66,24 @@ def screenshot(page: Page, request: pytest.FixtureRequest, suffix: str = "") -> 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{request.node.name}{suffix}.png"
     page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+def readme_screenshot(page: Page, name: str, until: str) -> Path:
+    """docs/images/<name>.png: the page from its top down to the end of the element `until`
+    (a CSS selector), README_WIDTH wide and at most README_MAX_HEIGHT tall."""
+    README_IMAGES.mkdir(parents=True, exist_ok=True)
+    path = README_IMAGES / f"{name}.png"
+    viewport = page.viewport_size or {"width": 1280, "height": 900}
+    page.set_viewport_size({"width": README_WIDTH, "height": viewport["height"]})
+    try:
+        box = page.locator(until).first.bounding_box()
+        assert box, f"{until} is not shown on {page.url}"
+        bottom = box["y"] + box["height"] + page.evaluate("window.scrollY") + 16
+        height = min(round(bottom), README_MAX_HEIGHT)
+        page.screenshot(path=str(path), full_page=True, clip={"x": 0, "y": 0, "width": README_WIDTH, "height": height})
+    finally:
+        page.set_viewport_size(viewport)
     return path
 
 

@@ -1,6 +1,7 @@
 """From a question to its audit trail in a real browser: live stages, claims, a claim chosen
 from the keyboard with its quote highlighted in the passage, then the audit history and the
-record's trace. Screenshots go to tests/screenshots/."""
+record's trace. Screenshots go to tests/screenshots/; the answer page and the record are also
+the README's images (docs/images/answer.png, docs/images/audit-record.png)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from playwright.sync_api import expect
 
 from apps.documents import services as documents
 from apps.workspaces.services import settings_providers_update
-from tests.browser.conftest import log_in, screenshot
+from tests.browser.conftest import log_in, readme_screenshot, screenshot
 from tests.browser.test_main_flow import BRIDGE_TEXT
 from tests.fake_services import answer_json
 
@@ -67,6 +68,7 @@ def test_ask_choose_a_claim_see_its_quote_then_find_the_answer_in_the_audit_trai
     expect(first_passage).to_be_visible()
     expect(page.locator("figure.passage").nth(1)).to_be_hidden()
     screenshot(page, request, "-answer")
+    readme_screenshot(page, "answer", until="p.meta.audit")
 
     # Choose the second claim from the keyboard: Tab to it, then Space.
     second = claims.nth(1)
@@ -109,6 +111,7 @@ def test_ask_choose_a_claim_see_its_quote_then_find_the_answer_in_the_audit_trai
     expect(page.locator("#verify mark").first).to_be_visible()
     expect(page.locator("#generate")).to_contain_text("groq")
     screenshot(page, request, "-trace")
+    readme_screenshot(page, "audit-record", until="section#gate")
 
 
 def test_the_answer_page_fits_a_phone(personas, password, bridge, celery_worker, browser, live_server, request):

@@ -29,8 +29,7 @@ def apikey_create(*, workspace: Workspace, actor: Membership | KeyMembership | N
     """A new key and its secret, which is returned this once and stored only as a hash.
 
     `actor` None is the operator at the shell (`manage.py create_api_key`)."""
-    if actor is not None:
-        require(actor, "manage_keys")
+    require(actor, "manage_keys", workspace=workspace)
     if role not in KEY_ROLES:
         raise ApplicationError(f"A key's role is one of {', '.join(KEY_ROLES)}, not “{role}”.", field="role")
     name = " ".join(clean_text(name, field="name", max_length=100, one_line=True).split())
@@ -50,7 +49,7 @@ def apikey_create(*, workspace: Workspace, actor: Membership | KeyMembership | N
 
 def apikey_revoke(*, workspace: Workspace, actor: Membership | KeyMembership, key_id) -> ApiKey:
     """Revoke a key for good; revoking it again changes nothing."""
-    require(actor, "manage_keys")
+    require(actor, "manage_keys", workspace=workspace)
     with transaction.atomic():
         key = access(ApiKey, workspace, key_id, ApiKey.objects.select_for_update())
         if key.revoked_at is None:

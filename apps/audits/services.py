@@ -14,7 +14,7 @@ from apps.audits.models import GENESIS_HASH, AuditEvent, AuditRecord, SourceChan
 from apps.audits.selectors import AuditFilters, audit_record_list
 from apps.core.errors import ApplicationError
 from apps.workspaces.models import Membership, Workspace
-from apps.workspaces.tenancy import KeyMembership
+from apps.workspaces.tenancy import KeyMembership, require
 
 
 def audit_record_create(*, workspace: Workspace, asked_by, actor_label: str, query_run_id, payload: dict) -> AuditRecord:
@@ -90,6 +90,7 @@ def audit_export(*, workspace: Workspace, actor, filters: AuditFilters, fmt: str
     about 64 KB to stream: CSV (one row per answer) or JSON (an array of whole records, hash
     chain included, so a copy can be re-verified elsewhere). Memory stays flat however many
     records match: rows are read through a server-side cursor in chunks."""
+    require(actor, "read", workspace=workspace)
     if fmt not in EXPORT_FORMATS:
         raise ApplicationError(f"Unknown export format “{fmt}”; use csv or json.", field="format")
     count = audit_record_list(workspace=workspace, filters=filters).count()

@@ -50,6 +50,7 @@ def document_create_from_upload(*, workspace: Workspace, actor, upload) -> tuple
 
 def document_create(*, workspace: Workspace, actor, filename: str, data: bytes, enqueue: bool = True) -> tuple[Document, bool]:
     """Store an upload and queue its ingestion; the same content again returns the existing document."""
+    require(actor, "contribute", workspace=workspace)
     filename = safe_filename(filename)
     try:
         check_supported(filename)
@@ -149,6 +150,7 @@ def _ingest_claimed(workspace: Workspace, document_id) -> Document | None:
 
 
 def document_delete(*, workspace: Workspace, actor, document_id) -> None:
+    require(actor, "contribute", workspace=workspace)
     with transaction.atomic():
         document = access(Document, workspace, document_id, Document.objects.select_for_update())
         storage, name = document.file.storage, document.file.name
@@ -178,8 +180,7 @@ def document_reindex(*, workspace: Workspace, actor, document_id=None) -> int:
     Chunks stay searchable until the new ones replace them in one transaction. `actor` None is
     the operator at the shell.
     """
-    if actor is not None:
-        require(actor, "contribute" if document_id is not None else "reindex_all")
+    require(actor, "contribute" if document_id is not None else "reindex_all", workspace=workspace)
     documents = Document.objects.filter(workspace=workspace, status__in=[DocumentStatus.READY, DocumentStatus.FAILED])
     if document_id is not None:
         documents = documents.filter(pk=access(Document, workspace, document_id).pk)

@@ -63,6 +63,7 @@ def eval_set_create(*, workspace: Workspace, actor, filename: str, data: bytes, 
     """Parse a JSONL / CSV / SQuAD 2.0 file into a set: all of it or, on the first bad line,
     nothing (the ApplicationError names the line or JSON path and the field). The name, the
     file's name and every text in the file are held to the one text guard."""
+    require(actor, "contribute", workspace=workspace)
     filename = safe_filename(filename, field="file")
     name = clean_text(name, field="name", max_length=200, one_line=True).strip() or PurePath(filename).stem[:200]
     if len(data) > settings.UPLOAD_MAX_BYTES:
@@ -100,6 +101,7 @@ def eval_set_create(*, workspace: Workspace, actor, filename: str, data: bytes, 
 
 def eval_set_delete(*, workspace: Workspace, actor, set_id) -> None:
     """The set with its questions, runs and results (the answers stay in the audit trail)."""
+    require(actor, "contribute", workspace=workspace)
     with transaction.atomic():
         eval_set = access_eval_set(workspace, set_id)
         data = {"set": str(eval_set.pk), "name": eval_set.name}
@@ -115,6 +117,7 @@ def eval_run_create(*, workspace: Workspace, actor, set_id, enqueue: bool = True
     once the transaction commits (or the caller does, with enqueue=False)."""
     from apps.evals.tasks import run_evaluation
 
+    require(actor, "contribute", workspace=workspace)
     user = actor.user if actor is not None else None
     options = settings_get(workspace=workspace)
     with transaction.atomic():
@@ -185,7 +188,7 @@ def eval_run_mark_failed(*, workspace: Workspace, run_id, message: str) -> None:
 def eval_run_apply(*, workspace: Workspace, actor, run_id) -> dict:
     """Apply what a finished run recommends — gate threshold, CRAG lower and upper — as one
     audited settings change (owners and admins only)."""
-    require(actor, "apply_evaluation")
+    require(actor, "apply_evaluation", workspace=workspace)
     run = access_eval_run(workspace, run_id)
     if run.status != EvalStatus.DONE:
         raise ApplicationError("Only a finished evaluation run has a recommendation to apply.", status=409, code="not_finished")

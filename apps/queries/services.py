@@ -29,6 +29,7 @@ from apps.pipeline.websearch import TavilySearch
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
 from apps.workspaces.models import Workspace, WorkspaceSettings
 from apps.workspaces.selectors import provider_secrets, provider_specs_get, settings_get
+from apps.workspaces.tenancy import require
 
 
 class _Progress:
@@ -74,6 +75,7 @@ def query_run_create(
     evaluation: bool = False,
 ) -> QueryRun:
     """A validated, queued question; `query_run_execute` answers it."""
+    require(actor, "contribute", workspace=workspace)
     question = _clean_question(question)
     if mode not in QueryMode.values:
         raise ApplicationError(f"Unknown mode “{mode}”; use verified or naive.", field="mode")

@@ -61,7 +61,7 @@ def query_runs_note_source_change(*, workspace: Workspace, document_id) -> int:
 def query_run_reverify(*, workspace: Workspace, actor, run_id) -> QueryRun:
     """Judge an answer's claims again against its sources' current text: a new run, linked to the
     original (`reverifies`), with its own audit record naming the original's."""
-    require(actor, "reverify")
+    require(actor, "reverify", workspace=workspace)
     original = access(QueryRun, workspace, run_id)
     if original.status != QueryStatus.DONE:
         raise ApplicationError("Only a settled answer can be re-verified; wait for it to finish.")

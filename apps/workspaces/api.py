@@ -11,9 +11,17 @@ from apps.core.errors import ApplicationError
 from apps.workspaces import services
 from apps.workspaces.api_base import WorkspaceAPIView, refuse_unwanted_body
 from apps.workspaces.models import Invitation, InvitationStatus, Membership, Role
-from apps.workspaces.selectors import invitation_list, invitation_list_for_user, membership_list, membership_list_for_user, settings_get
+from apps.workspaces.selectors import (
+    invitation_get,
+    invitation_list,
+    invitation_list_for_user,
+    membership_get,
+    membership_list,
+    membership_list_for_user,
+    settings_get,
+)
 from apps.workspaces.services import SETTINGS
-from apps.workspaces.tenancy import access, resolve_key_membership
+from apps.workspaces.tenancy import resolve_key_membership
 
 
 class WorkspaceSerializer(serializers.Serializer):
@@ -128,7 +136,7 @@ class MemberDetailAPI(WorkspaceAPIView):
 
     @extend_schema(responses={200: MemberSerializer} | error_responses(403))
     def get(self, request, workspace_id, membership_id):
-        found = access(Membership, request.workspace, membership_id, membership_list(workspace=request.workspace))
+        found = membership_get(workspace=request.workspace, membership_id=membership_id)
         return Response(MemberSerializer(found).data)
 
     @extend_schema(request=MemberRoleSerializer, responses={200: MemberSerializer} | error_responses(400, 403))
@@ -168,7 +176,7 @@ class InvitationDetailAPI(WorkspaceAPIView):
 
     @extend_schema(responses={200: InvitationSerializer} | error_responses(403))
     def get(self, request, workspace_id, invitation_id):
-        found = access(Invitation, request.workspace, invitation_id, invitation_list(workspace=request.workspace))
+        found = invitation_get(workspace=request.workspace, invitation_id=invitation_id)
         return Response(InvitationSerializer(found).data)
 
     @extend_schema(responses={204: None} | error_responses(403))

@@ -35,7 +35,7 @@ class WorkspaceAPIView(generics.GenericAPIView):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         membership = resolve_api_membership(request, workspace_id=kwargs["workspace_id"])
-        require(membership, self.read_operation if request.method in SAFE_METHODS else self.write_operation)
+        require(membership, self.read_operation if request.method in SAFE_METHODS else self.write_operation, workspace=membership.workspace)
         refuse_unwanted_body(request, wanted=self.takes_body and request.method not in (*SAFE_METHODS, "DELETE"))
         request.workspace = membership.workspace
         request.membership = membership

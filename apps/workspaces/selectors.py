@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 from apps.core.crypto import decrypt
 from apps.pipeline.providers import ProviderSpec
 from apps.workspaces.models import Invitation, InvitationStatus, Membership, Workspace, WorkspaceSettings
-from apps.workspaces.tenancy import person_identifiers
+from apps.workspaces.tenancy import access, person_identifiers
 
 
 def membership_list_for_user(*, user) -> QuerySet[Membership]:
@@ -15,6 +15,14 @@ def membership_list_for_user(*, user) -> QuerySet[Membership]:
 
 def membership_list(*, workspace: Workspace) -> QuerySet[Membership]:
     return Membership.objects.filter(workspace=workspace).select_related("user").order_by("user__username")
+
+
+def membership_get(*, workspace: Workspace, membership_id) -> Membership:
+    return access(Membership, workspace, membership_id, membership_list(workspace=workspace))
+
+
+def invitation_get(*, workspace: Workspace, invitation_id) -> Invitation:
+    return access(Invitation, workspace, invitation_id, invitation_list(workspace=workspace))
 
 
 def invitation_list(*, workspace: Workspace) -> QuerySet[Invitation]:

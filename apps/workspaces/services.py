@@ -48,7 +48,7 @@ def invitation_create(*, workspace: Workspace, actor: Membership | KeyMembership
     No account is looked up, so the answer is the same whether anyone holds the identifier or
     not: inviting cannot tell an admin who has an account. Only the names and addresses of
     members, which the admin already sees, are refused as already in."""
-    require(actor, "manage_members")
+    require(actor, "manage_members", workspace=workspace)
     _check_may_grant(actor, role)
     identifier = _identifier(identifier)
     with transaction.atomic():
@@ -79,7 +79,7 @@ def _member_identifiers(workspace: Workspace) -> set[str]:
 
 
 def invitation_revoke(*, workspace: Workspace, actor: Membership | KeyMembership, invitation_id) -> Invitation:
-    require(actor, "manage_members")
+    require(actor, "manage_members", workspace=workspace)
     with transaction.atomic():
         pending = Invitation.objects.select_for_update().filter(status=InvitationStatus.PENDING)
         invitation = access(Invitation, workspace, invitation_id, pending)
@@ -129,7 +129,7 @@ def _invitation_data(invitation: Invitation) -> dict:
 
 def membership_leave(*, workspace: Workspace, actor: Membership | KeyMembership) -> None:
     """The person of `actor` leaves `workspace`; its last owner cannot, or nobody could manage it."""
-    require(actor, "leave")
+    require(actor, "leave", workspace=workspace)
     if actor.user is None:
         raise ApplicationError("An API key is not a member: only a person can leave a workspace.", status=403, code="forbidden")
     with transaction.atomic():
@@ -143,7 +143,7 @@ def membership_leave(*, workspace: Workspace, actor: Membership | KeyMembership)
 
 
 def membership_change_role(*, workspace: Workspace, actor: Membership, membership_id, role: str) -> Membership:
-    require(actor, "manage_members")
+    require(actor, "manage_members", workspace=workspace)
     _check_may_grant(actor, role)
     with transaction.atomic():
         target = _locked_member(workspace, membership_id)
@@ -158,7 +158,7 @@ def membership_change_role(*, workspace: Workspace, actor: Membership, membershi
 
 
 def membership_remove(*, workspace: Workspace, actor: Membership, membership_id) -> None:
-    require(actor, "manage_members")
+    require(actor, "manage_members", workspace=workspace)
     with transaction.atomic():
         target = _locked_member(workspace, membership_id)
         _check_may_manage(actor, target)
@@ -199,6 +199,7 @@ def workspace_delete(*, workspace: Workspace, actor) -> None:
     holds is stored under `workspaces/<id>/` (see documents.models), removed once committed; the
     apps drop what they keep for it outside its rows (`workspace_deleted`).
     """
+    require(actor, "delete_workspace", workspace=workspace)
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT set_config('trustrag.allow_audit_purge', 'on', true)")
@@ -292,7 +293,7 @@ def settings_update(*, workspace: Workspace, actor: Membership, changes: dict) -
     no change. What did change is audited, from → to, in the same transaction; a chunking
     change marks the documents as needing a re-index.
     """
-    require(actor, "manage_settings")
+    require(actor, "manage_settings", workspace=workspace)
     values = {name: _setting_value(name, value) for name, value in changes.items()}
     with transaction.atomic():
         options = WorkspaceSettings.objects.select_for_update().get(workspace=workspace)
@@ -396,7 +397,7 @@ def settings_providers_update(
 ) -> WorkspaceSettings:
     """Set the order of LLM providers and the workspace's own keys. A key is stored encrypted
     and never shown again; the audit event says what changed, never the key."""
-    require(actor, "manage_settings")
+    require(actor, "manage_settings", workspace=workspace)
     order = _provider_order(provider_order)
     with transaction.atomic():
         options = WorkspaceSettings.objects.select_for_update().get(workspace=workspace)

@@ -76,12 +76,21 @@ OPERATIONS: dict[str, str] = {
     "manage_keys": Role.ADMIN,  # see, create and revoke API keys
     "reindex_all": Role.ADMIN,
     "apply_evaluation": Role.ADMIN,  # an evaluation's recommended thresholds become the settings
+    "delete_workspace": Role.OWNER,  # the workspace and everything in it, its audit trail included
 }
 
 
-def require(membership: Membership | KeyMembership, operation: str) -> None:
-    """PermissionDenied (403) unless `membership` may do `operation`."""
-    check_role(membership, OPERATIONS[operation])
+def require(actor: Membership | KeyMembership | None, operation: str, *, workspace: Workspace) -> None:
+    """The one decision, made by every service that acts for someone: PermissionDenied (403)
+    unless `actor` may do `operation` in `workspace`; an actor of another workspace is answered
+    as if the workspace did not exist (404). `actor` None is the operator at the shell or the
+    product's own work (management commands, the scheduler, a worker's task): pages and the
+    API always pass the caller's membership (tests/workspaces/test_actor_services.py)."""
+    if actor is None:
+        return
+    if actor.workspace.pk != workspace.pk:
+        raise Http404("No such workspace.")
+    check_role(actor, OPERATIONS[operation])
 
 
 def operation_role(operation: str) -> str:

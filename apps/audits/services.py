@@ -14,7 +14,7 @@ from apps.audits.models import GENESIS_HASH, AuditEvent, AuditRecord, SourceChan
 from apps.audits.selectors import AuditFilters, audit_record_list
 from apps.core.errors import ApplicationError
 from apps.workspaces.models import Membership, Workspace
-from apps.workspaces.tenancy import KeyMembership, require
+from apps.workspaces.tenancy import KeyMembership, actor_label, require
 
 
 def audit_record_create(*, workspace: Workspace, asked_by, actor_label: str, query_run_id, payload: dict) -> AuditRecord:
@@ -53,7 +53,7 @@ def audit_event_record(*, workspace: Workspace, actor: Membership | KeyMembershi
     through an API key, the event has no user and `data["actor_label"]` names the key
     (`key:<prefix> (<name>)`); from a management command, `actor` is None."""
     if isinstance(actor, KeyMembership):
-        data = {**data, "actor_label": actor.label}
+        data = {**data, "actor_label": actor_label(actor)}
     user = actor.user if actor is not None else None
     return AuditEvent.objects.create(workspace=workspace, actor=user, action=action, data=data)
 

@@ -373,5 +373,5 @@ class QueryReverifyAPI(WorkspaceAPIView):
         ),
     )
     def post(self, request, workspace_id, run_id):
-        run = query_run_reverify(workspace=request.workspace, actor=request.membership, run_id=run_id)
+        run = query_run_reverify(workspace=request.workspace, actor=request.membership, run_id=run_id, actor_label=self.actor_label)
         return Response(QueryRunSerializer(run).data, status=status.HTTP_201_CREATED)

@@ -29,6 +29,7 @@ from apps.pipeline.websearch import TavilySearch
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
 from apps.workspaces.models import Workspace, WorkspaceSettings
 from apps.workspaces.selectors import provider_secrets, provider_specs_get, settings_get
+from apps.workspaces.tenancy import actor_label as label_of
 from apps.workspaces.tenancy import require
 
 
@@ -82,7 +83,7 @@ def query_run_create(
     if threshold_override is not None and not 0 <= threshold_override <= 1:
         raise ApplicationError("threshold_override must be between 0 and 1.", field="threshold_override")
     user = actor.user if actor is not None else None
-    label = actor_label or (user.get_username() if user else "anonymous")
+    label = actor_label or label_of(actor)
     return QueryRun.objects.create(
         workspace=workspace,
         question=question,

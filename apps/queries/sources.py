@@ -24,6 +24,7 @@ from apps.queries.services import answer_params_for, claim_row, tools_for
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
 from apps.workspaces.tenancy import access, require
+from apps.workspaces.tenancy import actor_label as label_of
 
 DELETED, CHANGED = "deleted", "changed"
 CHANGE_LABELS = {DELETED: "the document was deleted", CHANGED: "its text changed where the passage stood"}
@@ -58,7 +59,7 @@ def query_runs_note_source_change(*, workspace: Workspace, document_id) -> int:
     return changed
 
 
-def query_run_reverify(*, workspace: Workspace, actor, run_id) -> QueryRun:
+def query_run_reverify(*, workspace: Workspace, actor, run_id, actor_label: str = "") -> QueryRun:
     """Judge an answer's claims again against its sources' current text: a new run, linked to the
     original (`reverifies`), with its own audit record naming the original's."""
     require(actor, "reverify", workspace=workspace)
@@ -79,7 +80,7 @@ def query_run_reverify(*, workspace: Workspace, actor, run_id) -> QueryRun:
     rows = [_with_deletion(claim_row(v), changes) for v in done.claims]
     trust, ms = done.trust, done.ms
     user = getattr(actor, "user", None)
-    label = user.get_username() if user else getattr(getattr(actor, "api_key", None), "label", "anonymous")
+    label = actor_label or label_of(actor)
     with transaction.atomic():
         run = QueryRun.objects.create(
             workspace=workspace,

@@ -14,7 +14,15 @@ from rest_framework import generics, mixins
 from apps.core.credentials import WorkspaceCredential
 from apps.core.errors import ApplicationError
 from apps.workspaces.models import Membership
-from apps.workspaces.tenancy import SAFE_METHODS, KeyMembership, operation_role, require, resolve_key_membership, resolve_membership
+from apps.workspaces.tenancy import (
+    SAFE_METHODS,
+    KeyMembership,
+    actor_label,
+    operation_role,
+    require,
+    resolve_key_membership,
+    resolve_membership,
+)
 
 
 class WorkspaceAPIView(generics.GenericAPIView):
@@ -42,10 +50,8 @@ class WorkspaceAPIView(generics.GenericAPIView):
 
     @property
     def actor_label(self) -> str:
-        """How an answer's audit record names who asked."""
-        if isinstance(self.request.membership, KeyMembership):
-            return self.request.membership.api_key.label
-        return f"api:{self.request.user.get_username()}"
+        """How an answer's audit record names who asked (tenancy.actor_label)."""
+        return actor_label(self.request.membership, api=True)
 
     def list(self, request):
         """A paginated list of get_queryset(), which must be a workspace-scoped selector."""

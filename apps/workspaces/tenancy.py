@@ -93,6 +93,17 @@ def require(actor: Membership | KeyMembership | None, operation: str, *, workspa
     check_role(actor, OPERATIONS[operation])
 
 
+def actor_label(actor: Membership | KeyMembership | None, *, api: bool = False) -> str:
+    """How the audit trail names who acted, decided here only: an API key by its label, a person
+    by their username ("api:<username>" for a call through the API), the product's own work
+    (actor None) as "anonymous" unless the caller names it ("manage.py ask", an evaluation)."""
+    if actor is None:
+        return "anonymous"
+    if actor.user is None:
+        return actor.label
+    return f"api:{actor.user.get_username()}" if api else actor.user.get_username()
+
+
 def operation_role(operation: str) -> str:
     if operation not in OPERATIONS:
         raise ImproperlyConfigured(f"Unknown operation “{operation}”: add it to OPERATIONS in apps/workspaces/tenancy.py.")

@@ -141,3 +141,14 @@ def test_no_view_or_api_class_decides_a_permission_itself():
         if deciding.search(line)
     ]
     assert found == []
+
+
+def test_who_acted_is_named_in_one_place(personas):
+    from apps.workspaces.tenancy import actor_label
+
+    key = _key_membership(personas.workspace_a, Role.MEMBER)
+    assert actor_label(personas.member) == "mia"
+    assert actor_label(personas.member, api=True) == "api:mia"
+    assert actor_label(key) == key.label
+    assert actor_label(key, api=True) == key.label
+    assert actor_label(None) == "anonymous"

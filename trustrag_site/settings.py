@@ -1,4 +1,4 @@
-"""TrustRAG settings: every value comes from the environment (see README)."""
+"""TrustRAG settings: every value comes from the environment (docs/configuration.md)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
 RERANKER_MODEL = env_str("RERANKER_MODEL", "")
 # The web server (`make run`, `make load`, the Docker image: trustrag_site/gunicorn_conf.py):
 # processes, threads in each, and torch's threads in each process. 0 means the measured plan for
-# this machine's cores (apps/core/serving.py, README "Load").
+# this machine's cores (apps/core/serving.py, docs/operations.md "Load").
 WEB_WORKERS = env_int("WEB_WORKERS", 0, minimum=0, maximum=64)
 WEB_THREADS = env_int("WEB_THREADS", 0, minimum=0, maximum=256)
 WEB_TORCH_THREADS = env_int("WEB_TORCH_THREADS", 0, minimum=0, maximum=64)
@@ -50,7 +50,7 @@ WORKER_TORCH_THREADS = env_int("WORKER_TORCH_THREADS", 0, minimum=0, maximum=64)
 # model (also picks the local provider's sentences): the shipped int8 weights at VERIFIER_PATH, run
 # by onnxruntime with VERIFIER_THREADS threads a call, or "combined", the feature judge's model with
 # the verifier's probabilities as features (apps/pipeline/combined_judge.py). "features" stays the
-# default until another judge beats it on every benchmark (README, model card).
+# default until another judge beats it on every benchmark (docs/verifier.md).
 LOCAL_JUDGE = env_choice("LOCAL_JUDGE", "features", ("features", "verifier", "combined"))
 VERIFIER_PATH = Path(env_str("VERIFIER_PATH", str(BASE_DIR / "models" / "verifier")))
 VERIFIER_THREADS = env_int("VERIFIER_THREADS", 1, minimum=1, maximum=64)

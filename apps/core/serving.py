@@ -3,7 +3,7 @@ and torch's threads in each process. One place, read by trustrag_site/gunicorn_c
 `make run`, `make load` and the Docker image serve alike.
 
 Answers run in the web process (a question is answered within its request), so the answer rate is
-bounded by CPU. The plan below is what `make load` measured on a 2-core machine (README, "Load"):
+bounded by CPU. The plan below is what `make load` measured on a 2-core machine (docs/operations.md, "Load"):
 one process of 8 threads with torch on one thread answered 28.0 a second, two processes 25.4, torch
 on two threads 25.4 (the database, the broker and the worker need the other core; a question is a
 few tokens, so more torch threads a call only contend with the other requests); 4 or 16 threads
@@ -87,7 +87,7 @@ def ingestion_lanes(under_way: int, torch_threads: int = 0, cpus: int | None = N
     batch on two threads: the WARN report PDF alone (111 chunks) ingested in 5.05 / 5.31 s against
     5.38 / 5.55 s (bench_ingest, alternate runs), and earlier 6.1-6.3 s against 10.1 s with
     torch on one thread and one batch at a time. With WORKER_TORCH_THREADS set, one batch at a
-    time on that many threads. Measured with bench_ingest on 2 cores (README): with torch on both
+    time on that many threads. Measured with bench_ingest on 2 cores (docs/benchmarks.md): with torch on both
     cores in each of the worker's two threads, the calls contended (15.2 s against 14.2 s); one
     pool of batches shared by the documents did no better (14.5 s)."""
     if torch_threads:

@@ -242,7 +242,7 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     """Each group's texts embedded (a chunk and its units), in batches of texts of about one
     length (Embedder.batches): a batch is padded to its longest text, so a sentence batched with
     its chunk would cost the chunk's length (bench_ingest: 0.40 of embedding alone in document
-    order, README). The batches go longest first: a batch of long chunks takes a quarter of a
+    order, docs/benchmarks.md). The batches go longest first: a batch of long chunks takes a quarter of a
     second on one thread, so one left for last kept its lane running while the other lanes had
     nothing left to do (six alternated bench_ingest pairs: 11.61 s mean against 11.75 s
     shortest first, faster in all six). A text met twice in the document (a sentence in the

@@ -186,7 +186,7 @@ def unindex_document(cursor, *, workspace_id, document_id) -> None:
 # table whose predicate names the workspace, so the dense leg's `WHERE workspace_id = …` walks
 # that workspace's graph alone and keeps every row it finds. One index over every workspace had
 # to be walked about 1/share rows deep per row kept and still lost neighbours: at a million
-# chunks in 100 workspaces, recall@10 0.912 and p95 312 ms (README, bench_scale). DDL takes no
+# chunks in 100 workspaces, recall@10 0.912 and p95 312 ms (docs/benchmarks.md, bench_scale). DDL takes no
 # parameters: the name and the predicate are made from the workspace's UUID, parsed first.
 VECTOR_INDEX_METHOD = "USING hnsw (embedding vector_cosine_ops) WITH (m = 16, ef_construction = 64)"
 

@@ -8,7 +8,7 @@ with one softmax model (`judge_combined.json`, fitted by `scripts/train_judge.py
 on the feature judge's training groups). The gate's answerability is read as the feature judge
 reads it, the question as a claim against the passage's sentence, through the same model. (A blend
 of both judges' answerability fitted on TrecQA was tried and refused far fewer unanswerable
-questions: the verifier was trained on those very pairs; README, model card.)
+questions: the verifier was trained on those very pairs; docs/verifier.md.)
 """
 
 from __future__ import annotations

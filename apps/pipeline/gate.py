@@ -6,7 +6,7 @@ that the passage's sentence closest to the question supports the question read a
 Relevance alone cannot tell a passage about the right subject from one that answers: SQuAD 2.0's
 unanswerable questions are written against the very paragraph that does not answer them. The gate
 score is the weaker of the two, so one threshold covers both kinds of unanswerable question
-(calibrated with `bench_gate`, see the README).
+(calibrated with `bench_gate`, docs/evaluation.md).
 
 Before any score, the gate asks whether the passages mention what the question names: a name
 or a number of the question that no passage left after correction mentions (allowing for

@@ -5,7 +5,7 @@ The model (`apps.pipeline.verifier.Verifier`, trained by `training/verifier/`) r
 only: the located quote with a sentence either side against the claim, and a sentence with its
 neighbours against the question. The cheap deterministic checks of the feature judge (a number the
 passage does not state or states otherwise, a negation on one side only, swapped roles) can veto
-`supports`, each where it was measured to add accuracy (see the README's model card).
+`supports`, each where it was measured to add accuracy (docs/verifier.md, the model card).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the interpreter lock, and the worker thread embedding another document beside it waits for the
 lock between torch calls. In a process of its own it takes a core and nothing else
 (bench_ingest on the shared documents, 2 cores: median 17.5 s end to end against 18.8 s in the
-worker's threads, README).
+worker's threads, docs/benchmarks.md).
 
 The pool is made on first use, of `spawn`ed processes (a fork of a worker holding torch's threads
 is not safe), each importing only the parsers. A pool whose process died (a parser that crashed or

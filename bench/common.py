@@ -21,7 +21,7 @@ from django.core.management.base import CommandError
 
 from apps.core.errors import ApplicationError
 from apps.core.worker import celery_worker_command
-from apps.documents.models import DocumentStatus
+from apps.documents.models import Document, DocumentStatus
 from apps.documents.services import document_create, document_ingest
 from apps.documents.tasks import warm_up
 from apps.workspaces.models import Workspace
@@ -108,6 +108,18 @@ class celery_worker:
         if self.process is not None:
             self.process.terminate()
             self.process.wait(timeout=60)
+
+
+def wait_settled(workspace: Workspace, timeout: float) -> None:
+    """Until every document of the workspace is ready or failed (the worker ingests them)."""
+    deadline = time.monotonic() + timeout
+    pending = Document.objects.filter(workspace=workspace).exclude(status__in=["ready", "failed"])
+    while (left := pending.count()) and time.monotonic() < deadline:
+        progress(f"  {left} file(s) still ingesting")
+        # Polled often near the end: a file settled between polls would count the wait as ingesting.
+        time.sleep(0.05 if left < 5 else 0.5)
+    if pending.exists():
+        raise CommandError(f"{pending.count()} file(s) did not settle within {timeout:.0f} s; is a worker running?")
 
 
 def record_id(record: dict) -> str:

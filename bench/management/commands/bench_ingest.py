@@ -12,7 +12,7 @@ from apps.documents.models import Chunk, Document
 from apps.documents.services import document_create
 from apps.pipeline.embedding import Embedder, default_model_path
 from apps.pipeline.text import passage_header, unit_reads
-from bench.common import celery_worker, data_path, emit, progress, temporary_workspace
+from bench.common import celery_worker, data_path, emit, progress, temporary_workspace, wait_settled
 from bench.scans import scanned_pdf
 
 
@@ -67,7 +67,7 @@ def _ingest_all(workspace, paths: list[Path], timeout: float) -> tuple[list[dict
             rows[path.name] = {"name": path.name, "status": "refused", "error": exc.message, "pages": 0, "chunks": 0, "seconds": 0.0}
             continue
         documents[path.name] = document
-    _wait_settled(workspace, timeout)
+    wait_settled(workspace, timeout)
     elapsed = time.perf_counter() - started
     for name, document in documents.items():
         document.refresh_from_db()
@@ -92,7 +92,7 @@ def _ocr_rate(workspace, paths: list[Path], pages: int, timeout: float) -> dict:
         return {"ocr_pages": 0, "ocr_seconds": 0.0, "ocr_pages_per_s": 0.0, "ocr_error": "no PDF pages to scan"}
     progress(f"OCR: a scan of {len(chosen)} page(s)")
     document, _ = document_create(workspace=workspace, actor=None, filename="bench-scan.pdf", data=scanned_pdf(chosen))
-    _wait_settled(workspace, timeout)
+    wait_settled(workspace, timeout)
     document.refresh_from_db()
     seconds = (document.updated_at - document.created_at).total_seconds()
     rate = document.ocr_page_count / seconds if seconds else 0.0
@@ -109,17 +109,6 @@ def _page_count(path: Path) -> int:
         return len(PdfReader(path).pages)
     except Exception:  # a broken PDF of the corpus is ingest's to report, not a page to scan
         return 0
-
-
-def _wait_settled(workspace, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    pending = Document.objects.filter(workspace=workspace).exclude(status__in=["ready", "failed"])
-    while (left := pending.count()) and time.monotonic() < deadline:
-        progress(f"  {left} file(s) still ingesting")
-        # Polled often near the end: a file settled between polls would count the wait as ingesting.
-        time.sleep(0.05 if left < 5 else 0.5)
-    if pending.exists():
-        raise CommandError(f"{pending.count()} file(s) did not settle within {timeout:.0f} s; is a worker running?")
 
 
 def _chunk_and_unit_texts(workspace) -> list[list[str]]:

@@ -36,18 +36,23 @@ def chunk_citations_get(*, workspace: Workspace, chunk_ids) -> dict[str, dict]:
     """How each passage is cited, in one query for all of an answer's sources: its first and
     last page when its document is paged (PDF; None otherwise) and where it sits as its citation
     names it — "p. 3, OCR", "Sales, rows 2–5", "slide 4"; None for kinds without units (Word,
-    HTML, text). Only the two locations a passage spans are read from its document's list, which a
-    large sheet makes long. Keyed by chunk id (as a string); ids outside the workspace are absent."""
+    HTML, text), and its document's content hash (the same file uploaded again is the same source).
+    Only the two locations a passage spans are read from its document's list, which a large sheet
+    makes long. Keyed by chunk id (as a string); ids outside the workspace are absent."""
     rows = (
         Chunk.objects.filter(document__workspace=workspace, pk__in=list(chunk_ids))
         .annotate(
             kind=F("document__kind"),
+            sha256=F("document__sha256"),
             first_at=_Element(F("document__locations"), F("first_page") - 1),
             last_at=_Element(F("document__locations"), F("last_page") - 1),
         )
-        .values_list("pk", "first_page", "last_page", "kind", "first_at", "last_at")
+        .values_list("pk", "first_page", "last_page", "kind", "first_at", "last_at", "sha256")
     )
-    return {str(pk): _citation(first, last, kind, first_at, last_at) for pk, first, last, kind, first_at, last_at in rows}
+    return {
+        str(pk): _citation(first, last, kind, first_at, last_at) | {"sha256": sha256}
+        for pk, first, last, kind, first_at, last_at, sha256 in rows
+    }
 
 
 def _citation(first: int, last: int, kind: str, first_at, last_at) -> dict:

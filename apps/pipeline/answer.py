@@ -249,12 +249,21 @@ class Reverification:
     ms: float
 
 
-def reverify(given: Answer, sources: list[Candidate], *, retrieval: float | None, params: AnswerParams, tools: Tools) -> Reverification:
+def reverify(
+    given: Answer,
+    sources: list[Candidate],
+    *,
+    retrieval: float | None,
+    params: AnswerParams,
+    tools: Tools,
+    gone: frozenset[int] = frozenset(),
+) -> Reverification:
     """Locate and judge `given`'s claims again against `sources` as they read now, as `answer`
-    verifies its own; retrieval's share of the trust stays what it was when the answer was made."""
+    verifies its own; a claim citing a source in `gone` (its document deleted) cannot be checked
+    and says so. Retrieval's share of the trust stays what it was when the answer was made."""
     started = time.perf_counter()
     judge = claim_judge(tools)
-    verified = verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=judge)
+    verified = verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=judge, gone=gone)
     trust = trust_score(retrieval=retrieval, agreement=source_agreement(verified), verified=verified, refused=False, weights=params.trust)
     attempts = [asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])]
     return Reverification(verified, trust, judge.name, attempts, round((time.perf_counter() - started) * 1000, 2))

@@ -67,6 +67,10 @@ def trust_score(*, retrieval: float | None, agreement: float, verified: list[Ver
     if unsafe and risk == LOW:
         risk = MEDIUM
         reasons.append(f"never Low with a claim judged {' / '.join(unsafe)}")
+    if unchecked := sum(v.verdict == "source_deleted" for v in verified):
+        if risk == LOW:
+            risk = MEDIUM
+        reasons.append(f"{unchecked} of {len(verified)} claim(s) cannot be checked: their document was deleted")
     if not verified:
         risk = HIGH
         reasons.append("no claim to verify")

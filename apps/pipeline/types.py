@@ -60,7 +60,7 @@ class Answer:
 
 @dataclass(frozen=True)
 class Location:
-    status: str  # "located" | "hallucinated_quote"
+    status: str  # "located" | "hallucinated_quote" | "source_deleted" (re-verified after its document was deleted)
     method: str  # "exact" | "elided" (pieces around "..." in order) | "fuzzy" | "none"
     score: float
     start: int | None = None

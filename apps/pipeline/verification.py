@@ -171,10 +171,20 @@ def _meaning_differs(quote: str, found: str) -> str:
     return ""
 
 
-def verify_answer(answer: Answer, sources: list[Candidate], *, locator_threshold: float, judge: Judge | None = None) -> list[VerifiedClaim]:
-    """Both stages for every claim; the judge (by default the local one) sees only located quotes."""
+# A claim whose cited document was deleted after the answer was made: there is nothing to look for
+# its quote in, so it is neither located nor a hallucination — it cannot be checked.
+SOURCE_DELETED = "source_deleted"
+
+
+def verify_answer(
+    answer: Answer, sources: list[Candidate], *, locator_threshold: float, judge: Judge | None = None, gone: frozenset[int] = frozenset()
+) -> list[VerifiedClaim]:
+    """Both stages for every claim; the judge (by default the local one) sees only located quotes.
+    A claim citing a source in `gone` (its document deleted) is `source_deleted`, not checked."""
     judge = judge or get_local_judge()
-    located = [_stage_one(claim, sources, locator_threshold) for claim in answer.claims]
+    located = [
+        _deleted(claim, sources) if claim.source in gone else _stage_one(claim, sources, locator_threshold) for claim in answer.claims
+    ]
     to_judge = [s for s in located if s.location.status == "located"]
     judgements = iter(judge_all(judge, [s.judge_request() for s in to_judge]))
     return [s.verified(next(judgements), judge.name) if s.location.status == "located" else s.unjudged() for s in located]
@@ -200,8 +210,16 @@ class _Located:
 
     def unjudged(self) -> VerifiedClaim:
         title = self.source.document_title if self.source else "(no such source)"
+        if self.location.status == SOURCE_DELETED:
+            return VerifiedClaim(self.claim, title, self.location, SOURCE_DELETED, False, rationale=self.location.detail)
         why = self.location.detail or f"the quote is not in the cited source (closest match scores {self.location.score:g})"
         return VerifiedClaim(self.claim, title, self.location, "hallucinated_quote", False, rationale=why)
+
+
+def _deleted(claim: Claim, sources: list[Candidate]) -> _Located:
+    cited = sources[claim.source - 1] if 1 <= claim.source <= len(sources) else None
+    detail = "the cited document was deleted: this claim cannot be checked"
+    return _Located(claim, cited, Location(status=SOURCE_DELETED, method="none", score=0.0, detail=detail))
 
 
 def _stage_one(claim: Claim, sources: list[Candidate], threshold: float) -> _Located:

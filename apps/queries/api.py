@@ -58,12 +58,16 @@ class ClaimSerializer(serializers.Serializer):
     source = serializers.IntegerField(help_text="number of the cited source in `sources`")
     source_title = serializers.CharField(allow_null=True)
     quote = serializers.CharField(help_text="copied verbatim from the source, as the generator claims")
-    quote_status = serializers.CharField(help_text="where the quote was found: located, or hallucinated_quote")
+    quote_status = serializers.CharField(
+        help_text="where the quote was found: located, hallucinated_quote, or source_deleted (re-verified after its document was deleted)"
+    )
     locator = serializers.CharField(allow_null=True, help_text="exact or fuzzy")
     locator_score = serializers.FloatField(allow_null=True)
     start = serializers.IntegerField(allow_null=True, help_text="offset of the quote in the document's text")
     end = serializers.IntegerField(allow_null=True)
-    verdict = serializers.CharField(help_text="supports, partial, contradicts, not_found, hallucinated_quote or not_judged")
+    verdict = serializers.CharField(
+        help_text="supports, partial, contradicts, not_found, hallucinated_quote, not_judged, or source_deleted (cannot be checked)"
+    )
     judge = serializers.CharField(allow_null=True)
     faithful = serializers.BooleanField(help_text="located and supported")
 

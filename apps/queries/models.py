@@ -69,6 +69,9 @@ class QueryRun(TenantModel):
 
     @property
     def stage_rows(self) -> list[dict]:
-        """Every stage in pipeline order, with what is known of it so far."""
+        """Every stage in pipeline order, with what is known of it so far; a re-verification ran
+        one stage (verify) and shows that one, finished."""
+        if self.reverifies_id:
+            return list(self.stages)
         seen = {s["name"]: s for s in self.stages}
         return [seen.get(name, {"name": name, "status": "pending"}) for name in self.STAGES]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.audits.selectors import audit_record_for_run
@@ -48,7 +49,11 @@ def source_changes_of(*, workspace: Workspace, sources: list[dict]) -> list[dict
 def query_runs_note_source_change(*, workspace: Workspace, document_id) -> int:
     """Mark (or clear) every answer of the workspace that cites `document_id`, by comparing what
     it cited with the document's current text. Returns how many answers now have a change."""
-    citing = QueryRun.objects.filter(workspace=workspace, sources__contains=[{"document_id": str(document_id)}])
+    citing = Q(sources__contains=[{"document_id": str(document_id)}])
+    digest = Document.objects.filter(workspace=workspace, pk=document_id).values_list("sha256", flat=True).first()
+    if digest:  # the same content uploaded again after the cited document was deleted
+        citing |= Q(sources__contains=[{"sha256": digest}])
+    citing = QueryRun.objects.filter(citing, workspace=workspace)
     changed = 0
     for run in citing.only("pk", "sources", "source_changed_at"):
         changes = source_changes_of(workspace=workspace, sources=run.sources)
@@ -74,10 +79,10 @@ def query_run_reverify(*, workspace: Workspace, actor, run_id, actor_label: str 
     given = Answer(text=original.answer, claims=tuple(claims), insufficient=False, provider=original.provider)
     retrieval = (original.trust or {}).get("retrieval")
     params = answer_params_for(options)
-    done = reverify(
-        given, _current_sources(workspace, original.sources), retrieval=retrieval, params=params, tools=tools_for(workspace, options)
-    )
-    rows = [_with_deletion(claim_row(v), changes) for v in done.claims]
+    gone = frozenset(c["source"] for c in changes if c["change"] == DELETED)
+    current = _current_sources(workspace, original.sources)
+    done = reverify(given, current, retrieval=retrieval, params=params, tools=tools_for(workspace, options), gone=gone)
+    rows = [claim_row(v) for v in done.claims]
     trust, ms = done.trust, done.ms
     user = getattr(actor, "user", None)
     label = actor_label or label_of(actor)
@@ -125,9 +130,15 @@ def query_run_reverify(*, workspace: Workspace, actor, run_id, actor_label: str 
 
 
 def _current_texts(workspace: Workspace, sources: list[dict]) -> dict[str, str]:
-    ids = {s["document_id"] for s in sources if s.get("document_id") and not s.get("url")}
-    found = Document.objects.filter(workspace=workspace, pk__in=[i for i in ids if _is_uuid(i)]).values_list("pk", "text")
-    return {str(pk): text for pk, text in found}
+    """Each cited document's current text, by the id the answer cites. A document that is gone
+    but whose content was uploaded again (the same SHA-256) is that document again."""
+    cited = [s for s in sources if s.get("document_id") and not s.get("url")]
+    ids = {s["document_id"] for s in cited if _is_uuid(s["document_id"])}
+    texts = {str(pk): text for pk, text in Document.objects.filter(workspace=workspace, pk__in=ids).values_list("pk", "text")}
+    wanted = {s["sha256"]: s["document_id"] for s in cited if s.get("sha256") and s["document_id"] not in texts}
+    for digest, text in Document.objects.filter(workspace=workspace, sha256__in=wanted).values_list("sha256", "text"):
+        texts[wanted[digest]] = text
+    return texts
 
 
 def _current_sources(workspace: Workspace, sources: list[dict]) -> list[Candidate]:
@@ -156,11 +167,6 @@ def _current_sources(workspace: Workspace, sources: list[dict]) -> list[Candidat
         return Candidate(s["chunk_id"], s["document_id"], s["title"], s["ordinal"], text, 0, len(text), None, None, None, None, 0.0)
 
     return [current(s) for s in sorted(sources, key=lambda s: s["index"])]
-
-
-def _with_deletion(row: dict, changes: list[dict]) -> dict:
-    deleted = any(c["source"] == row["source"] and c["change"] == DELETED for c in changes)
-    return row | {"rationale": "the cited document was deleted"} if deleted and not row["faithful"] else row
 
 
 def _change_of(source: dict, changes: list[dict]) -> dict:

@@ -104,8 +104,9 @@ def test_a_deleted_source_marks_the_answer_and_reverification_records_a_linked_r
     expect(page.locator(".messages li.success")).to_contain_text("Re-verified against the sources' current text")
     expect(page.locator(".reverification-of")).to_contain_text("A re-verification of")
     verdicts = page.locator("ol.claims li.claim .badge")
-    expect(verdicts.first).to_have_text("hallucinated quote")
-    assert set(verdicts.all_inner_texts()) == {"hallucinated quote"}
+    expect(verdicts.first).to_have_text("source deleted — cannot be checked")
+    assert set(verdicts.all_inner_texts()) == {"source deleted — cannot be checked"}, "a gone source is no hallucination"
+    expect(page.locator("ol.stages")).not_to_contain_text("pending")
     again = QueryRun.objects.get(reverifies=run)
     assert AuditRecord.objects.get(query_run_id=again.pk).payload["reverification_of"]["audit_id"] == str(original.pk)
 

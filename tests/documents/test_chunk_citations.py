@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from apps.documents import services as documents
-from apps.documents.models import Chunk
+from apps.documents.models import Chunk, Document
 from apps.documents.selectors import chunk_citations_get
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,5 +32,8 @@ def test_sources_of_a_sheet_and_of_a_text_are_cited_in_one_query_and_only_in_the
     first = cited[str(rows[0].pk)]
     assert (first["first_page"], first["last_page"]) == (None, None), "a sheet has no pages"
     assert first["location"].startswith("row"), first
-    assert cited[str(text[0].pk)] == {"first_page": None, "last_page": None, "location": None}, "a text has no units"
+    notes = Document.objects.get(workspace=personas.workspace_a, filename="notes.txt")
+    assert cited[str(text[0].pk)] == {"first_page": None, "last_page": None, "location": None, "sha256": notes.sha256}, (
+        "a text has no units"
+    )
     assert chunk_citations_get(workspace=personas.workspace_b, chunk_ids=ids) == {}, "another workspace's passages are not read"

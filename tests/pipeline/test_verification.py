@@ -186,3 +186,22 @@ def test_the_local_judge_grades_claims_when_no_judge_is_given():
     assert verified.verdict == "supports"
     assert verified.faithful
     assert verified.rationale
+
+
+def test_a_claim_whose_document_was_deleted_cannot_be_checked_and_is_no_hallucination():
+    """Re-verification after a cited document is deleted: nothing to look for the quote in."""
+    from apps.pipeline.trust import TrustWeights, trust_score
+
+    judge = RecordingJudge()
+    kept = Claim("It was completed in 1844.", 1, "It was completed in 1844")
+    lost = Claim("Its lamp was electrified in 1921.", 2, "Its lamp was electrified in 1921.")
+    checked, unchecked = verify_answer(
+        answer(kept, lost), [source(LIGHTHOUSE), source("", chunk="c2")], locator_threshold=90, judge=judge, gone=frozenset({2})
+    )
+    assert checked.verdict == "supports"
+    assert (unchecked.verdict, unchecked.location.status, unchecked.faithful) == ("source_deleted", "source_deleted", False)
+    assert unchecked.rationale == "the cited document was deleted: this claim cannot be checked"
+    assert len(judge.calls) == 1, "only the claim whose source is there is judged"
+    trust = trust_score(retrieval=0.9, agreement=0.9, verified=[checked, unchecked], refused=False, weights=TrustWeights())
+    assert trust.risk != "low"
+    assert "1 of 2 claim(s) cannot be checked: their document was deleted" in trust.reasons

@@ -143,9 +143,12 @@ def test_reverifying_after_a_delete_records_a_new_linked_record_and_keeps_the_or
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["reverifies"] == str(answered.pk)
-    assert {c["verdict"] for c in body["claims"]} == {"hallucinated_quote"}
-    assert all(c["rationale"] == "the cited document was deleted" for c in body["claims"])
-    assert body["risk"] == "high"
+    # The document is gone, so the claims cannot be checked: that is no hallucination.
+    assert {c["verdict"] for c in body["claims"]} == {"source_deleted"}
+    assert {c["quote_status"] for c in body["claims"]} == {"source_deleted"}
+    assert all(c["rationale"] == "the cited document was deleted: this claim cannot be checked" for c in body["claims"])
+    assert body["risk"] in ("medium", "high")
+    assert any("cannot be checked: their document was deleted" in reason for reason in body["trust"]["reasons"])
     again = AuditRecord.objects.get(query_run_id=body["id"])
     assert again.payload["reverification_of"] == {
         "query_run_id": str(answered.pk),
@@ -158,6 +161,44 @@ def test_reverifying_after_a_delete_records_a_new_linked_record_and_keeps_the_or
     history = html.unescape(personas.client("viewer").get(reverse("audit_list", args=["acme"])).content.decode())
     assert f"re-verification of #{original.sequence}" in history
     assert "Re-verified:" in page(personas, "viewer", answered)
+
+
+def test_after_a_delete_the_hallucinated_quote_filter_does_not_list_the_reverification(personas, answered, lighthouse):  # noqa: F811
+    documents.document_delete(workspace=personas.workspace_a, actor=personas.owner, document_id=lighthouse.pk)
+    again = query_run_reverify(workspace=personas.workspace_a, actor=personas.member, run_id=answered.pk)
+    listed = audit_record_list(workspace=personas.workspace_a, filters=AuditFilters(verdict="hallucinated_quote"))
+    assert again.pk not in {r.query_run_id for r in listed}
+    unchecked = audit_record_list(workspace=personas.workspace_a, filters=AuditFilters(verdict="source_deleted"))
+    assert [r.query_run_id for r in unchecked] == [again.pk]
+    shown = page(personas, "viewer", again)
+    assert "source deleted — cannot be checked" in shown
+    assert "hallucinated quote" not in shown
+
+
+def test_a_reverification_page_shows_its_one_stage_finished_and_none_pending(personas, answered):
+    again = query_run_reverify(workspace=personas.workspace_a, actor=personas.member, run_id=answered.pk)
+    shown = page(personas, "viewer", again)
+    stages = shown.split('aria-label="Pipeline stages"')[1].split("</ol>")[0]
+    assert "verify" in stages
+    assert "pending" not in stages
+    assert "retrieve" not in stages
+
+
+def test_the_same_file_uploaded_again_after_a_delete_is_the_same_source(personas, answered, lighthouse):  # noqa: F811
+    data = lighthouse.file.open("rb").read()
+    documents.document_delete(workspace=personas.workspace_a, actor=personas.owner, document_id=lighthouse.pk)
+    answered.refresh_from_db()
+    assert [c["change"] for c in answered.source_changes] == ["deleted"]
+    again, created = documents.document_create(
+        workspace=personas.workspace_a, actor=personas.member, filename="skerryvore.txt", data=data, enqueue=False
+    )
+    assert created
+    documents.document_ingest(workspace=personas.workspace_a, document_id=again.pk)
+    answered.refresh_from_db()
+    assert answered.source_changes == [], "the identical content reconnects the answer to its source"
+    assert answered.source_changed_at is None
+    checked = query_run_reverify(workspace=personas.workspace_a, actor=personas.member, run_id=answered.pk)
+    assert [c["verdict"] for c in checked.claims] == [c["verdict"] for c in answered.claims]
 
 
 def test_reverifying_an_unchanged_answer_keeps_its_verdicts(personas, answered):

@@ -7,10 +7,14 @@ from django import template
 register = template.Library()
 
 
+# Words whose plain reading would mislead: a claim whose document is gone was not found wanting.
+_LABELS = {"source_deleted": "source deleted — cannot be checked"}
+
+
 @register.filter
 def label(value) -> str:
     """A machine word as people read it: "hallucinated_quote" → "hallucinated quote"."""
-    return str(value or "").replace("_", " ")
+    return _LABELS.get(str(value), str(value or "").replace("_", " "))
 
 
 @register.filter

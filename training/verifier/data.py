@@ -13,7 +13,8 @@ from training.claims import Claim, read_jsonl
 from training.claims import is_held_out as split_held_out
 from training.verifier import synth_qa
 
-DATA = Path("/work/shared/data")
+# The development data beside the repository (../shared/data), wherever the repository is checked out.
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 TRAIN = DATA / "train"
 
 # Support targets are sets of allowed classes (index order of apps.pipeline.verifier.SUPPORT_LABELS):

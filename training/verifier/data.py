@@ -44,7 +44,7 @@ SETS: dict[str, tuple[str, str, str, bool]] = {
     "rte": ("rte/rte_glue_train_dev.jsonl", "nli", "no licence (PASCAL RTE, research use)", False),
     "covidfact": ("covidfact/covidfact.jsonl", "nli", "no licence", False),
     "nli4ct": ("nli4ct/nli4ct_train_dev_test.jsonl", "nli", "no licence", False),
-    "dev_claims": ("", "claims", "SciFact CC BY-NC 4.0 + HealthVer research use (non-commercial)", False),
+    "dev_claims": ("", "claims", "SciFact CC BY-NC 2.0 + HealthVer research use (non-commercial)", False),
 }
 
 # Shipped mix: shares of the NLI budget (FEVER first: claim verification against one evidence

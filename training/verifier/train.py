@@ -245,7 +245,7 @@ def licence_table(examples: list[D.Example]) -> dict:
         }
         for name in sorted(counts)
     } | {
-        "scifact_heldout": {"pairs": 0, "licence": "CC BY-NC 4.0", "commercial_ok": False, "role": "measure only"},
+        "scifact_heldout": {"pairs": 0, "licence": "CC BY-NC 2.0", "commercial_ok": False, "role": "measure only"},
         "healthver_heldout": {"pairs": 0, "licence": "research use", "commercial_ok": False, "role": "measure only"},
         "squad2_dev": {"pairs": 0, "licence": "CC BY-SA 4.0", "commercial_ok": True, "role": "measure only, never trained on"},
     }

@@ -31,10 +31,11 @@ DELETED, CHANGED = "deleted", "changed"
 CHANGE_LABELS = {DELETED: "the document was deleted", CHANGED: "its text changed where the passage stood"}
 
 
-def source_changes_of(*, workspace: Workspace, sources: list[dict]) -> list[dict]:
+def source_changes_of(*, workspace: Workspace, sources: list[dict], texts: dict[str, str] | None = None) -> list[dict]:
     """Each cited document source whose document is gone or whose text no longer reads as the
-    passage did at its offsets (a re-index with the same text changes nothing)."""
-    texts = _current_texts(workspace, sources)
+    passage did at its offsets (a re-index with the same text changes nothing). `texts`: the
+    cited documents' current texts when the caller has read them already (`_current_texts`)."""
+    texts = _current_texts(workspace, sources) if texts is None else texts
     changes = []
     for s in sources:
         if s.get("url") or not s.get("document_id"):
@@ -74,13 +75,15 @@ def query_run_reverify(*, workspace: Workspace, actor, run_id, actor_label: str 
     if original.insufficient or not original.claims:
         raise ApplicationError("A refusal claims nothing, so there is nothing to re-verify.")
     options = settings_get(workspace=workspace)
-    changes = source_changes_of(workspace=workspace, sources=original.sources)
+    # Every cited document's whole text, read once for the changes and for the sources.
+    texts = _current_texts(workspace, original.sources)
+    changes = source_changes_of(workspace=workspace, sources=original.sources, texts=texts)
     claims = [Claim(text=c["text"], source=c["source"], quote=c["quote"]) for c in original.claims]
     given = Answer(text=original.answer, claims=tuple(claims), insufficient=False, provider=original.provider)
     retrieval = (original.trust or {}).get("retrieval")
     params = answer_params_for(options)
     gone = frozenset(c["source"] for c in changes if c["change"] == DELETED)
-    current = _current_sources(workspace, original.sources)
+    current = _current_sources(original.sources, texts)
     done = reverify(given, current, retrieval=retrieval, params=params, tools=tools_for(workspace, options), gone=gone)
     rows = [claim_row(v) for v in done.claims]
     trust, ms = done.trust, done.ms
@@ -141,10 +144,9 @@ def _current_texts(workspace: Workspace, sources: list[dict]) -> dict[str, str]:
     return texts
 
 
-def _current_sources(workspace: Workspace, sources: list[dict]) -> list[Candidate]:
+def _current_sources(sources: list[dict], texts: dict[str, str]) -> list[Candidate]:
     """The sources as they read now: a document source is the document's whole current text
-    (so a quote is located wherever it now stands; a deleted document reads as nothing)."""
-    texts = _current_texts(workspace, sources)
+    (`texts`, so a quote is located wherever it now stands; a deleted document reads as nothing)."""
 
     def current(s: dict) -> Candidate:
         if s.get("url"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from apps.pipeline.types import VerifiedClaim
+from apps.pipeline.types import SOURCE_DELETED, VerifiedClaim
 
 LOW, MEDIUM, HIGH = "low", "medium", "high"
 # A refusal claims nothing: it has no confidence and no risk of a hallucination, only its reason.
@@ -67,7 +67,7 @@ def trust_score(*, retrieval: float | None, agreement: float, verified: list[Ver
     if unsafe and risk == LOW:
         risk = MEDIUM
         reasons.append(f"never Low with a claim judged {' / '.join(unsafe)}")
-    if unchecked := sum(v.verdict == "source_deleted" for v in verified):
+    if unchecked := sum(v.verdict == SOURCE_DELETED for v in verified):
         if risk == LOW:
             risk = MEDIUM
         reasons.append(f"{unchecked} of {len(verified)} claim(s) cannot be checked: their document was deleted")

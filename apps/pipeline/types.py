@@ -58,9 +58,15 @@ class Answer:
     provider: str
 
 
+# A claim whose cited document was deleted after the answer was made: there is nothing to look for
+# its quote in, so it is neither located nor a hallucination — it cannot be checked. Both its
+# quote's status and its verdict (verification), and a reason of the trust score (trust).
+SOURCE_DELETED = "source_deleted"
+
+
 @dataclass(frozen=True)
 class Location:
-    status: str  # "located" | "hallucinated_quote" | "source_deleted" (re-verified after its document was deleted)
+    status: str  # "located" | "hallucinated_quote" | SOURCE_DELETED (re-verified after its document was deleted)
     method: str  # "exact" | "elided" (pieces around "..." in order) | "fuzzy" | "none"
     score: float
     start: int | None = None

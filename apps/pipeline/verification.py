@@ -22,7 +22,7 @@ from rapidfuzz import fuzz
 
 from apps.pipeline.judge import Judge, get_local_judge, judge_all, numbers_in, polarity_words, words
 from apps.pipeline.text import sentence_spans
-from apps.pipeline.types import Answer, Candidate, Claim, Judgement, Location, VerifiedClaim
+from apps.pipeline.types import SOURCE_DELETED, Answer, Candidate, Claim, Judgement, Location, VerifiedClaim
 
 _QUOTES = str.maketrans(
     {
@@ -169,11 +169,6 @@ def _meaning_differs(quote: str, found: str) -> str:
             if ours.isalpha() and theirs.isalpha() and max(len(ours), len(theirs)) >= 4 and fuzz.ratio(ours, theirs) < 60:
                 return f"the closest source text says '{theirs}' where the quote says '{ours}'"
     return ""
-
-
-# A claim whose cited document was deleted after the answer was made: there is nothing to look for
-# its quote in, so it is neither located nor a hallucination — it cannot be checked.
-SOURCE_DELETED = "source_deleted"
 
 
 def verify_answer(

@@ -132,7 +132,7 @@ def _run(command: list[str], options: OcrOptions, left: float, env: dict[str, st
 def _render(source: Path, number: int, options: OcrOptions, left: float) -> Path:
     target = source.parent / "page"
     _run(
-        ["pdftoppm", "-r", str(options.dpi), "-gray", "-f", str(number), "-l", str(number), "-singlefile", str(source), str(target)],
+        [PDFTOPPM, "-r", str(options.dpi), "-gray", "-f", str(number), "-l", str(number), "-singlefile", str(source), str(target)],
         options,
         left,
     )

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
@@ -70,6 +71,16 @@ def read_jsonl(path: str | Path) -> Iterator[dict]:
         for line in handle:
             if line.strip():
                 yield json.loads(line)
+
+
+def auroc(positives: list[float], negatives: list[float], *, empty: float | None = None) -> float | None:
+    """P(a positive scores above a negative), ties counting half, to 4 places; `empty` without
+    both kinds."""
+    if not positives or not negatives:
+        return empty
+    pos, neg = np.asarray(positives), np.asarray(negatives)
+    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return round(float(wins / (len(pos) * len(neg))), 4)
 
 
 def percentile(values: list[float], q: float) -> float:

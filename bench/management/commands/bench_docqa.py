@@ -24,7 +24,7 @@ from apps.documents.models import Document
 from apps.documents.services import document_create
 from apps.queries.services import query_answer
 from apps.workspaces.models import WorkspaceSettings
-from bench.common import celery_worker, data_path, emit, progress, read_jsonl, temporary_workspace, wait_settled
+from bench.common import auroc, celery_worker, data_path, emit, progress, read_jsonl, temporary_workspace, wait_settled
 
 RISKS = ("low", "medium", "high")
 
@@ -116,20 +116,11 @@ def summary(rows: list[dict]) -> dict:
         "wrong_answers": _by_risk(wrong),
         "right_answers": _by_risk(right),
         "low_risk_precision": round(sum(r["outcome"] == "right" for r in low) / len(low), 4) if low else None,
-        "risk_auroc": auroc([r["confidence"] for r in right], [r["confidence"] for r in wrong]),
+        # How well confidence ranks right answers above wrong ones (a missing one counts as 0).
+        "risk_auroc": auroc([r["confidence"] or 0.0 for r in right], [r["confidence"] or 0.0 for r in wrong]),
         "per_question": rows,
     }
 
 
 def _by_risk(rows: list[dict]) -> dict:
     return {"n": len(rows)} | {risk: sum(r["risk"] == risk for r in rows) for risk in RISKS}
-
-
-def auroc(positives: list[float | None], negatives: list[float | None]) -> float | None:
-    """The chance that a right answer's confidence is above a wrong one's (ties count half);
-    None without both kinds."""
-    pos, neg = [p or 0.0 for p in positives], [n or 0.0 for n in negatives]
-    if not pos or not neg:
-        return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return round(wins / (len(pos) * len(neg)), 4)

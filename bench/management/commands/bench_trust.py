@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.documents.services import document_create, document_ingest
 from apps.pipeline.embedding import get_embedder
 from apps.queries.services import answer_assess
-from bench.common import data_path, emit, progress, temporary_workspace
+from bench.common import auroc, data_path, emit, progress, temporary_workspace
 
 RIGHT, HALLUCINATED = "right", "hallucinated"
 
@@ -64,15 +64,6 @@ def original_formula(question: str, answer: str, chunks: list[str], embedder) ->
     return 0.4 * math.exp(-distance / 50) + 0.3 * overlap + 0.3 * found
 
 
-def auroc(positives: list[float], negatives: list[float]) -> float:
-    """P(a right answer scores above a hallucinated one), ties counting half."""
-    if not positives or not negatives:
-        return float("nan")
-    pos, neg = np.asarray(positives), np.asarray(negatives)
-    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
-    return round(float(wins / (len(pos) * len(neg))), 4)
-
-
 def _result(scored, seconds: float) -> dict:
     def of(kind, column):
         return [row[column] for row in scored if row[0] == kind]
@@ -80,8 +71,9 @@ def _result(scored, seconds: float) -> dict:
     risks = {kind: {level: of(kind, 3).count(level) for level in ("low", "medium", "high")} for kind in (RIGHT, HALLUCINATED)}
     return {
         "n": len(scored) // 2,
-        "auroc": auroc(of(RIGHT, 1), of(HALLUCINATED, 1)),
-        "auroc_baseline": auroc(of(RIGHT, 2), of(HALLUCINATED, 2)),
+        # P(a right answer scores above a hallucinated one).
+        "auroc": auroc(of(RIGHT, 1), of(HALLUCINATED, 1), empty=math.nan),
+        "auroc_baseline": auroc(of(RIGHT, 2), of(HALLUCINATED, 2), empty=math.nan),
         "risk_counts": risks,
         "seconds": round(seconds, 1),
     }

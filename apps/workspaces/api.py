@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
-from rest_framework import generics, serializers, status
+from rest_framework import generics, mixins, serializers, status
 from rest_framework.response import Response
 
 from apps.core import strict
@@ -235,8 +235,7 @@ class MyInvitationListAPI(PersonAPIView):
 
     @extend_schema(responses={200: MyInvitationSerializer(many=True)} | error_responses(403))
     def get(self, request):
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(MyInvitationSerializer(page, many=True).data)
+        return mixins.ListModelMixin.list(self, request)
 
 
 class MyInvitationAcceptAPI(PersonAPIView):

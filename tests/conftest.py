@@ -22,6 +22,7 @@ from apps.core.worker import celery_worker_command
 from apps.workspaces.models import Membership, Role, Workspace
 from tests.factories import PASSWORD, MembershipFactory, UserFactory, WorkspaceFactory
 from tests.fake_services import FakeLLM, running
+from tests.sources.fakes import worker_env_for_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -118,6 +119,7 @@ def worker_env() -> dict[str, str]:
         "SECRET_KEY": settings.SECRET_KEY,
         "MEDIA_ROOT": str(settings.MEDIA_ROOT),
         "DJANGO_SETTINGS_MODULE": "trustrag_site.settings",
+        **worker_env_for_sources(),  # the fake E-utilities and web servers, 127.0.0.1 allowed
     }
 
 

@@ -100,6 +100,28 @@ QUERY_REQUEUE_QUEUED_AFTER_S = env_int("QUERY_REQUEUE_QUEUED_AFTER_S", 30, minim
 QUERY_GIVE_UP_AFTER_S = env_int("QUERY_GIVE_UP_AFTER_S", 3600, minimum=60)
 REAPER_INTERVAL_S = env_int("REAPER_INTERVAL_S", 60, minimum=1)
 QUESTION_MAX_CHARS = env_int("QUESTION_MAX_CHARS", 2000, minimum=10)
+# Sources beyond uploads (apps/sources, docs/configuration.md "Sources"). A web page is fetched only
+# from public addresses: private, loopback, link-local and other special addresses are refused
+# unless listed here (host names, addresses or networks such as 10.1.0.0/16), redirects included.
+SOURCES_ALLOWED_HOSTS = env_list("SOURCES_ALLOWED_HOSTS", [])
+SOURCES_FETCH_TIMEOUT_S = env_float("SOURCES_FETCH_TIMEOUT_S", 15.0, minimum=0.1)
+SOURCES_FETCH_MAX_BYTES = env_int("SOURCES_FETCH_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
+SOURCES_MAX_REDIRECTS = env_int("SOURCES_MAX_REDIRECTS", 5, minimum=0, maximum=20)
+SOURCES_MAX_URLS = env_int("SOURCES_MAX_URLS", 20, minimum=1)
+# How often the scheduler looks for sources due a scheduled re-check, and how long a check may go
+# without progress before it is taken to have died with its worker.
+SOURCES_SCHEDULER_INTERVAL_S = env_int("SOURCES_SCHEDULER_INTERVAL_S", 300, minimum=1)
+SOURCES_LEASE_S = env_int("SOURCES_LEASE_S", 600, minimum=5)
+# NCBI's E-utilities for PubMed imports: NCBI asks every client to name itself (tool, email); with
+# an API key it allows 10 requests a second instead of 3.
+NCBI_BASE_URL = env_url("NCBI_BASE_URL", schemes=("http", "https")) or "https://eutils.ncbi.nlm.nih.gov/entrez/eutils"
+NCBI_TOOL = env_str("NCBI_TOOL", "trustrag")
+NCBI_EMAIL = env_str("NCBI_EMAIL", "")
+NCBI_API_KEY = env_str("NCBI_API_KEY", "")
+NCBI_TIMEOUT_S = env_float("NCBI_TIMEOUT_S", 30.0, minimum=0.1)
+NCBI_MAX_RETRIES = env_int("NCBI_MAX_RETRIES", 4, minimum=0, maximum=10)
+NCBI_BACKOFF_S = env_float("NCBI_BACKOFF_S", 1.0, minimum=0.0)
+PUBMED_MAX_COUNT = env_int("PUBMED_MAX_COUNT", 500, minimum=1, maximum=10_000)
 WORKER_PING_TIMEOUT_S = env_float("WORKER_PING_TIMEOUT_S", 1.0, minimum=0.1)
 # Requests per API key (or per person, for tokens and sessions) across every API endpoint.
 API_THROTTLE_RATE = env_rate("API_THROTTLE_RATE", "120/min")
@@ -159,6 +181,7 @@ CELERY_BEAT_SCHEDULE = {
     "reap-stuck-documents": {"task": "apps.documents.tasks.reap_stuck_documents", "schedule": float(REAPER_INTERVAL_S)},
     "reap-queued-queries": {"task": "apps.queries.tasks.reap_queued_queries", "schedule": float(REAPER_INTERVAL_S)},
     "purge-idempotency-records": {"task": "apps.workspaces.tasks.purge_idempotency_records", "schedule": 3600.0},
+    "check-due-sources": {"task": "apps.sources.tasks.check_due_sources", "schedule": float(SOURCES_SCHEDULER_INTERVAL_S)},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 
@@ -183,6 +206,7 @@ INSTALLED_APPS = [
     "apps.audits",
     "apps.evals",
     "apps.apikeys",
+    "apps.sources",
 ]
 # The benchmark commands, in a development tree only: the production image leaves `bench` out
 # (.dockerignore), and the product never imports it (tests/ops/test_architecture.py).

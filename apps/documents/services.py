@@ -48,8 +48,11 @@ def document_create_from_upload(*, workspace: Workspace, actor, upload) -> tuple
     return document_create(workspace=workspace, actor=actor, filename=upload.name, data=upload.read())
 
 
-def document_create(*, workspace: Workspace, actor, filename: str, data: bytes, enqueue: bool = True) -> tuple[Document, bool]:
-    """Store an upload and queue its ingestion; the same content again returns the existing document."""
+def document_create(
+    *, workspace: Workspace, actor, filename: str, data: bytes, enqueue: bool = True, title: str = ""
+) -> tuple[Document, bool]:
+    """Store an upload and queue its ingestion; the same content again returns the existing document.
+    `title`: what citations name it by (an imported article's title); the file's name by default."""
     require(actor, "contribute", workspace=workspace)
     filename = safe_filename(filename)
     try:
@@ -73,7 +76,7 @@ def document_create(*, workspace: Workspace, actor, filename: str, data: bytes, 
                 return existing, False
             document = Document(
                 workspace=workspace,
-                title=PurePath(filename).stem[:255],
+                title=(title or PurePath(filename).stem)[:255],
                 filename=filename,
                 size_bytes=len(data),
                 sha256=digest,
@@ -95,6 +98,30 @@ def document_create(*, workspace: Workspace, actor, filename: str, data: bytes, 
             document.file.storage.delete(stored)
         raise
     return document, True
+
+
+def document_replace(*, workspace: Workspace, actor, document_id, data: bytes) -> Document:
+    """New content for a document that keeps its identity (an imported page or article that
+    changed at its origin): the file is replaced and the document queued for ingestion again; once
+    indexed, answers citing it notice the change as after any re-index (`document_text_changed`)."""
+    require(actor, "contribute", workspace=workspace)
+    digest = hashlib.sha256(data).hexdigest()
+    with transaction.atomic():
+        _content_lock(workspace, digest)
+        document = access(Document, workspace, document_id, Document.objects.select_for_update())
+        if Document.objects.filter(workspace=workspace, sha256=digest).exclude(pk=document.pk).exists():
+            raise ApplicationError(f"The new content of “{document.filename}” is already in the workspace as another document.")
+        old = document.file.name
+        document.file.save(document.filename, ContentFile(data), save=False)
+        Document.objects.filter(pk=document.pk).update(
+            file=document.file.name, sha256=digest, size_bytes=len(data), status=DocumentStatus.QUEUED, error="",
+            progress_done=0, progress_total=0, attempts=0, updated_at=timezone.now(),
+        )  # fmt: skip
+        event_record(workspace=workspace, actor=actor, action="document.replace", data={"document": str(document.pk), "sha256": digest})
+        _enqueue_ingest(document)
+        transaction.on_commit(lambda: document.file.storage.delete(old) if old and old != document.file.name else None)
+    document.refresh_from_db()
+    return document
 
 
 def _content_lock(workspace: Workspace, digest: str) -> None:

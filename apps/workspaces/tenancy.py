@@ -75,6 +75,7 @@ OPERATIONS: dict[str, str] = {
     "manage_settings": Role.ADMIN,  # pipeline settings and providers
     "manage_keys": Role.ADMIN,  # see, create and revoke API keys
     "reindex_all": Role.ADMIN,
+    "schedule_sources": Role.ADMIN,  # a PubMed query or web page re-checked on a schedule (apps/sources)
     "apply_evaluation": Role.ADMIN,  # an evaluation's recommended thresholds become the settings
     "delete_workspace": Role.OWNER,  # the workspace and everything in it, its audit trail included
 }

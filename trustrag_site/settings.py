@@ -336,6 +336,9 @@ SPECTACULAR_SETTINGS = {
         "DocumentStatusEnum": "apps.documents.models.DocumentStatus",
         # Questions and evaluation runs share one lifecycle: queued, running, done, failed.
         "RunStatusEnum": "apps.queries.models.QueryStatus",
+        "SourceKindEnum": "apps.sources.models.SourceKind",
+        "ScheduleEnum": "apps.sources.models.Schedule",
+        "SourceStatusEnum": "apps.sources.models.SourceStatus",
     },
     # Swagger UI and Redoc from the drf-spectacular-sidecar wheel, served as static files: no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",

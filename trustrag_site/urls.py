@@ -13,6 +13,7 @@ from apps.core import views as core_views
 from apps.documents import api as documents_api
 from apps.evals import api as evals_api
 from apps.queries import api as queries_api
+from apps.sources import api as sources_api
 from apps.workspaces import api as workspaces_api
 
 workspace_api = [
@@ -35,6 +36,10 @@ workspace_api = [
     path("documents/<uuid:document_id>/", documents_api.DocumentDetailAPI.as_view(), name="api_document"),
     path("documents/<uuid:document_id>/reindex/", documents_api.DocumentReindexAPI.as_view(), name="api_document_reindex"),
     path("documents/reindex/", documents_api.WorkspaceReindexAPI.as_view(), name="api_documents_reindex"),
+    path("sources/", sources_api.SourceListCreateAPI.as_view(), name="api_sources"),
+    path("sources/<uuid:source_id>/", sources_api.SourceDetailAPI.as_view(), name="api_source"),
+    path("sources/<uuid:source_id>/check/", sources_api.SourceCheckAPI.as_view(), name="api_source_check"),
+    path("sources/<uuid:source_id>/schedule/", sources_api.SourceScheduleAPI.as_view(), name="api_source_schedule"),
     path("eval-sets/", evals_api.EvalSetListCreateAPI.as_view(), name="api_eval_sets"),
     path("eval-sets/<uuid:set_id>/", evals_api.EvalSetDetailAPI.as_view(), name="api_eval_set"),
     path("eval-sets/<uuid:set_id>/runs/", evals_api.EvalRunListCreateAPI.as_view(), name="api_eval_runs"),
@@ -69,5 +74,6 @@ urlpatterns = [
     path("w/<slug:slug>/documents/", include("apps.documents.urls")),
     path("w/<slug:slug>/audit/", include("apps.audits.urls")),
     path("w/<slug:slug>/evaluations/", include("apps.evals.urls")),
+    path("w/<slug:slug>/sources/", include("apps.sources.urls")),
     path("w/<slug:slug>/", include("apps.queries.urls")),
 ]

@@ -10,7 +10,12 @@ from apps.workspaces.tenancy import access
 
 
 def source_list(*, workspace: Workspace) -> QuerySet[Source]:
-    return Source.objects.filter(workspace=workspace).select_related("created_by").annotate(item_count=Count("items"))
+    return (
+        Source.objects.filter(workspace=workspace)
+        .select_related("created_by")
+        .annotate(item_count=Count("items"))
+        .order_by("-created_at", "pk")
+    )
 
 
 def source_get(*, workspace: Workspace, source_id) -> Source:

@@ -16,6 +16,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance, status_code_conformance
 
 from apps.apikeys.services import apikey_create
+from apps.sources.models import Source
 from apps.workspaces.models import Role
 from tests.factories import DocumentFactory, InvitationFactory, MembershipFactory, QueryRunFactory, UserFactory
 
@@ -67,6 +68,7 @@ def test_fuzzing_every_operation_from_the_schema_finds_no_server_error(personas,
         "membership_id": str(MembershipFactory(workspace=a, user=UserFactory(username="tess")).pk),
         "key_id": str(apikey_create(workspace=a, actor=None, name="spare", role=Role.VIEWER)[0].pk),
         "invitation_id": str(InvitationFactory(workspace=a, identifier="nina").pk),
+        "source_id": str(Source.objects.create(workspace=a, kind="url", url="https://example.org/", status="done").pk),
     }
     schema = schemathesis.openapi.from_wsgi("/api/v1/schema/?format=json", get_wsgi_application())
     started, failures, calls = time.monotonic(), [], 0

@@ -32,6 +32,7 @@ from apps.documents import services as documents
 from apps.documents.models import Document, DocumentStatus
 from apps.evals.formats import FORMATS
 from apps.pipeline.parsing import SUPPORTED_EXTENSIONS
+from apps.sources.models import Source
 from tests import hostile
 from tests.factories import AuditRecordFactory, DocumentFactory, EvalRunFactory, EvalSetFactory, InvitationFactory, QueryRunFactory
 
@@ -140,6 +141,7 @@ def world(personas, settings, tmp_path):
         "query_run": run.pk,
         "eval_run": EvalRunFactory(eval_set=eval_set).pk,
         "invitation_id": InvitationFactory(workspace=a, identifier="nina").pk,
+        "source_id": Source.objects.create(workspace=a, kind="url", url="https://example.org/page", status="done").pk,
         "fmt": "csv",
     }
     api = Client(HTTP_AUTHORIZATION=f"Token {personas.token('owner')}")

@@ -34,6 +34,7 @@ CALLS = {
     "apps.documents.services.document_create_from_upload": (Role.MEMBER, lambda w: {"upload": _upload()}),
     "apps.documents.services.document_delete": (Role.MEMBER, lambda w: {"document_id": w.doomed_doc}),
     "apps.documents.services.document_reindex": (Role.MEMBER, lambda w: {"document_id": w.doc}),
+    "apps.documents.services.document_replace": (Role.MEMBER, lambda w: {"document_id": w.doc, "data": b"Replaced text."}),
     "apps.evals.services.eval_set_create": (
         Role.MEMBER,
         lambda w: {"filename": "s.jsonl", "data": b'{"question": "Q?", "answerable": true}'},
@@ -43,6 +44,11 @@ CALLS = {
     "apps.evals.services.eval_run_apply": (Role.ADMIN, lambda w: {"run_id": w.eval_run}),
     "apps.queries.services.query_run_create": (Role.MEMBER, lambda w: {"question": "What is in A?"}),
     "apps.queries.sources.query_run_reverify": (Role.MEMBER, lambda w: {"run_id": w.answered}),
+    "apps.sources.services.source_pubmed_create": (Role.MEMBER, lambda w: {"query": "night shift sleep"}),
+    "apps.sources.services.source_urls_create": (Role.MEMBER, lambda w: {"urls": ["https://example.org/page"]}),
+    "apps.sources.services.source_check": (Role.MEMBER, lambda w: {"source_id": _source(w)}),
+    "apps.sources.services.source_delete": (Role.MEMBER, lambda w: {"source_id": _source(w)}),
+    "apps.sources.services.source_schedule": (Role.ADMIN, lambda w: {"source_id": _source(w), "schedule": "daily"}),
     "apps.workspaces.services.invitation_create": (Role.ADMIN, lambda w: {"identifier": "someone@example.com", "role": Role.VIEWER}),
     "apps.workspaces.services.invitation_revoke": (Role.ADMIN, lambda w: {"invitation_id": w.invitation}),
     "apps.workspaces.services.membership_leave": (Role.VIEWER, lambda w: {}),
@@ -72,6 +78,12 @@ def actor_services() -> dict[str, object]:
                 if function.__module__ == module.__name__ and parameter is not None and parameter.kind == parameter.KEYWORD_ONLY:
                     found[f"{module.__name__}.{function_name}"] = function
     return found
+
+
+def _source(world):
+    from apps.sources.models import Source
+
+    return Source.objects.create(workspace_id=world.ws, kind="url", url="https://example.org/kept", status="done").pk
 
 
 def _filters():

@@ -10,6 +10,7 @@ from apps.apikeys.services import apikey_create
 from apps.documents.models import Document
 from apps.evals.models import EvalRun, EvalSet
 from apps.queries.models import QueryRun
+from apps.sources.models import Source
 from apps.workspaces.models import Invitation, InvitationStatus, Membership
 from tests.factories import AuditRecordFactory, DocumentFactory, EvalRunFactory, EvalSetFactory, InvitationFactory, QueryRunFactory
 
@@ -24,7 +25,9 @@ def objects(personas):
     eval_set = EvalSetFactory(workspace=a, name="acme-eval", question_count=1, answerable_count=1)
     eval_run = EvalRunFactory(eval_set=eval_set)
     invitation = InvitationFactory(workspace=a, identifier="nina@example.com")
+    source = Source.objects.create(workspace=a, kind="url", url="https://example.org/a-notes", status="done")
     return {
+        "source": source,
         "run": run,
         "doc": doc,
         "membership": personas.member,
@@ -49,6 +52,11 @@ def page_urls(p, o) -> list[tuple[str, str]]:
         ("post", reverse("documents_reindex_all", args=[slug])),
         ("post", reverse("document_reindex", args=[slug, o["doc"].pk])),
         ("post", reverse("document_delete", args=[slug, o["doc"].pk])),
+        ("get", reverse("sources", args=[slug])),
+        ("post", reverse("sources", args=[slug])),
+        ("post", reverse("source_check", args=[slug, o["source"].pk])),
+        ("post", reverse("source_schedule", args=[slug, o["source"].pk])),
+        ("post", reverse("source_delete", args=[slug, o["source"].pk])),
         ("get", reverse("members", args=[slug])),
         ("post", reverse("members", args=[slug])),
         ("post", reverse("member_role", args=[slug, o["membership"].pk])),
@@ -116,6 +124,12 @@ def api_urls(p, o) -> list[tuple[str, str]]:
         ("delete", reverse("api_document", args=[ws, o["doc"].pk])),
         ("post", reverse("api_document_reindex", args=[ws, o["doc"].pk])),
         ("post", reverse("api_documents_reindex", args=[ws])),
+        ("get", reverse("api_sources", args=[ws])),
+        ("post", reverse("api_sources", args=[ws])),
+        ("get", reverse("api_source", args=[ws, o["source"].pk])),
+        ("post", reverse("api_source_check", args=[ws, o["source"].pk])),
+        ("post", reverse("api_source_schedule", args=[ws, o["source"].pk])),
+        ("delete", reverse("api_source", args=[ws, o["source"].pk])),
         ("get", reverse("api_eval_sets", args=[ws])),
         ("post", reverse("api_eval_sets", args=[ws])),
         ("get", reverse("api_eval_set", args=[ws, o["eval_set"].pk])),
@@ -177,6 +191,7 @@ def test_viewer_can_read_but_every_write_is_403(personas, objects):
     assert ApiKey.objects.get(pk=objects["key"].pk).active, "nor the key"
     assert EvalSet.objects.filter(pk=objects["eval_set"].pk).exists(), "nor the evaluation set"
     assert EvalRun.objects.count() == 1, "and no evaluation run was started"
+    assert Source.objects.filter(pk=objects["source"].pk, status="done").exists(), "nor the source"
     assert not QueryRun.objects.filter(reverifies=objects["run"]).exists(), "and no answer was re-verified"
     assert Invitation.objects.get(pk=objects["invitation"].pk).status == InvitationStatus.PENDING, "nor the invitation"
     assert client.post(reverse("workspace_leave", args=[personas.workspace_a.slug])).status_code == 302

@@ -12,6 +12,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from django.conf import settings
@@ -22,7 +23,7 @@ from apps.core.worker import celery_worker_command
 from apps.workspaces.models import Membership, Role, Workspace
 from tests.factories import PASSWORD, MembershipFactory, UserFactory, WorkspaceFactory
 from tests.fake_services import FakeLLM, running
-from tests.sources.fakes import worker_env_for_sources
+from tests.sources.fakes import FakeEutils, FakeWeb, session_fakes, worker_env_for_sources
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -172,3 +173,23 @@ def wait_until(predicate, *, timeout: float = 60.0, interval: float = 0.2, what:
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+# The sources' fakes (tests/sources, and the browser test that imports from PubMed).
+@pytest.fixture
+def eutils(settings) -> FakeEutils:
+    fake, url, _, _ = session_fakes()
+    fake.reset()
+    settings.NCBI_BASE_URL, settings.NCBI_EMAIL, settings.NCBI_BACKOFF_S = url, "tests@example.org", 0.05
+    return fake
+
+
+@pytest.fixture
+def web(settings) -> FakeWeb:
+    """The fake web server, reachable because the administrator's setting allows 127.0.0.1."""
+    _, _, fake, url = session_fakes()
+    fake.reset()
+    fake.url, fake.port = url, urlsplit(url).port
+    settings.SOURCES_ALLOWED_HOSTS = ["127.0.0.1"]
+    settings.SOURCES_FETCH_TIMEOUT_S = 5.0
+    return fake

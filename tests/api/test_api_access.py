@@ -16,6 +16,7 @@ from apps.apikeys.services import apikey_create, apikey_revoke
 from apps.documents.models import Document
 from apps.evals.models import EvalRun, EvalSet
 from apps.queries.models import QueryRun
+from apps.sources.models import Source
 from apps.workspaces.models import ROLE_RANK, Invitation, InvitationStatus, Membership, Role
 from tests.factories import (
     AuditRecordFactory,
@@ -105,6 +106,7 @@ class World:
         self.eval_set = _eval_set(a, "kept").pk
         self.doomed_set = _eval_set(a, "doomed").pk
         self.eval_run = _finished_run(a, self.eval_set).pk
+        self.source = Source.objects.create(workspace=a, kind="url", url="https://example.org/notes", status="done").pk
 
     def url(self, endpoint: Endpoint) -> str:
         return reverse(endpoint.url, args=[self.ws, *(getattr(self, name) for name in endpoint.args)])

@@ -10,7 +10,6 @@ import httpx
 import pytest
 from rest_framework.test import APIClient
 
-from apps.sources.models import Source
 from tests.api.test_api_access import World
 from tests.conftest import worker_env
 from tests.live import web_server
@@ -64,7 +63,7 @@ def test_every_operation_without_a_request_body_refuses_a_large_one(personas):
         "set_id": world.eval_set,
         "run_id": world.run,
         "invitation_id": world.invitation,
-        "source_id": Source.objects.create(workspace_id=world.ws, kind="url", url="https://example.org/", status="done").pk,
+        "source_id": world.source,
     }
     bodiless = [path for path, operations in schema["paths"].items() if "post" in operations and "requestBody" not in operations["post"]]
     assert len(bodiless) >= 4

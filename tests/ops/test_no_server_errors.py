@@ -82,6 +82,7 @@ def concrete(route: str, name: str, world: World, slug: str, user_pk: int) -> st
         "key_id": world.old_key,
         "record_id": world.record,
         "invitation_id": world.invitation,
+        "source_id": world.source,
         "fmt": "csv",
         "object_id": user_pk,
         "id": user_pk,

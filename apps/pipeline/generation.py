@@ -80,7 +80,55 @@ def local_extractive_answer(
 
 
 def units_of(candidate: Candidate, max_chars: int) -> list[Unit]:
-    return [u for u in read_units(candidate.text, candidate.table_header) if len(u.quote) <= max_chars]
+    """The units a claim may quote: sentences and table rows, but not a table's heading row (it
+    heads the rows, it says nothing) nor page furniture — a bare heading, a table-of-contents line
+    — and without the heading lines a sentence was run into ("3.1 Methods\nWe train…" quotes
+    "We train…"). A unit keeps its reading (and its stored vector); only its quote is cut, and
+    what is cut off is its start, so the quote is still a contiguous span of the source."""
+    units = read_units(candidate.text, candidate.table_header)
+    headings = {u.read[: -len(u.quote) - 1] for u in units if u.row and u.read != u.quote}
+    kept = []
+    for unit in units:
+        quote = unit.quote if unit.row else claimable(unit.quote)
+        if quote and len(quote) <= max_chars and unit.quote not in headings:
+            kept.append(unit if quote == unit.quote else Unit(quote, unit.read, unit.row))
+    return kept
+
+
+# Dot leaders of a table of contents ("Reports ........ 45", ". . . .").
+_LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}")
+_NUMBERED = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.|(?:chapter|section|part|appendix)\s+[\dIVXLC]+\b)", re.IGNORECASE)
+# Words a title leaves in lower case (English function words).
+_TITLE_LOWER = frozenset("a an and as at but by for from in into of on or over per the to under upon via vs with".split())
+_HEADING_MAX_WORDS = 8
+
+
+def claimable(quote: str) -> str | None:
+    """What of a prose unit may be quoted as a claim: the unit without the heading lines it opens
+    with, or None when nothing but furniture is left."""
+    lines = quote.split("\n")
+    while len(lines) > 1 and is_heading(lines[0]) and lines[1].lstrip()[:1].isupper():
+        lines.pop(0)
+    rest = "\n".join(lines).strip()
+    if not rest or _LEADER.search(rest) or is_heading(rest):
+        return None
+    return rest if rest == quote else quote[quote.rindex(rest) :].rstrip()
+
+
+def is_heading(line: str) -> bool:
+    """A line that names a section rather than saying something: short, no sentence punctuation at
+    its end and no colon (a caption says something), and numbered, in capitals or in title case."""
+    line = line.strip()
+    words = line.split()
+    if not words or len(words) > _HEADING_MAX_WORDS or line[-1] in ".!?;:,\"'”’)" or ":" in line:
+        return False
+    if _NUMBERED.match(line):
+        return True
+    letters = [c for c in line if c.isalpha()]
+    if len(letters) >= 2 and all(c.isupper() for c in letters):
+        return True
+    named = [w for w in words if any(c.isalpha() for c in w)]
+    return bool(named) and all(w[0].isupper() or w.lower() in _TITLE_LOWER for w in named if w[0].isalpha())
 
 
 # What a question asks for, by its wording: a measure (a percentage or a decimal), a figure, or a name.

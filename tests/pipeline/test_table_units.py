@@ -7,7 +7,17 @@ from __future__ import annotations
 import pytest
 
 from apps.pipeline.embedding import get_embedder
-from apps.pipeline.generation import MEASURE, NUMBER, ExtractiveParams, asked_for, holds, local_extractive_answer
+from apps.pipeline.generation import (
+    MEASURE,
+    NUMBER,
+    ExtractiveParams,
+    asked_for,
+    claimable,
+    holds,
+    is_heading,
+    local_extractive_answer,
+    units_of,
+)
 from apps.pipeline.parsing import extract
 from apps.pipeline.text import chunk_text, is_table_row, sentence_spans, table_header
 from apps.pipeline.types import Candidate
@@ -119,3 +129,52 @@ def test_what_a_question_asks_for_and_what_holds_it(question, wanted, text, expe
 def test_questions_that_ask_for_neither_are_answered_by_similarity_alone():
     assert asked_for("Why does the gate refuse?") is None
     assert asked_for("What happens when a quote is not found?") is None
+
+
+HANDBOOK = (
+    "CHAPTER 7 – REPORTS, AUDITS, COMPLIANCE\n"
+    "MONTHLY REPORTS\n"
+    "The standing trustee must file a monthly report with the United States Trustee.\n"
+    "Contents ........................................ 45\n"
+    "Budget and Staffing\n"
+    "Table 2: trustee compensation by year"
+)
+
+
+@pytest.mark.parametrize(
+    ("line", "heading"),
+    [
+        ("CHAPTER 7 – REPORTS, AUDITS, COMPLIANCE", True),
+        ("MONTHLY REPORTS", True),
+        ("3.1 Methods", True),
+        ("Budget and Staffing", True),
+        ("The standing trustee must file a monthly report.", False),
+        ("Table 2: trustee compensation by year", False),
+        ("It was completed in 1844", False),
+        ("The trustee files reports monthly and audits them yearly with the court", False),
+    ],
+)
+def test_what_reads_as_a_heading(line, heading):
+    assert is_heading(line) is heading
+
+
+def test_a_claim_never_quotes_headings_or_contents_lines_and_stays_a_span_of_its_source():
+    passage = candidate(HANDBOOK)
+    quotes = [u.quote for u in units_of(passage, 2000)]
+    assert "The standing trustee must file a monthly report with the United States Trustee." in quotes
+    assert not any("CHAPTER" in q or "MONTHLY REPORTS" in q for q in quotes), "headings are cut from the quote"
+    assert not any("....." in q for q in quotes), "a contents line is no claim"
+    assert "Budget and Staffing" not in quotes, "nor is a bare heading"
+    assert all(q in HANDBOOK for q in quotes), "what is quoted is a contiguous span of the source"
+    assert claimable("MONTHLY REPORTS") is None
+    assert claimable("Table 2: trustee compensation by year") == "Table 2: trustee compensation by year"
+
+
+def test_a_tables_heading_row_heads_its_rows_but_is_never_a_claim_itself(nics):
+    start = nics.index("State / Territory Permit")
+    passage = candidate(nics[start : nics.index("Wyoming ") + 200], start)
+    kept = units_of(passage, 2000)
+    assert not any(u.quote.startswith("State / Territory Permit") for u in kept)
+    texas = next(u for u in kept if u.quote.startswith("Texas "))
+    assert texas.row
+    assert texas.read.startswith("State / Territory Permit"), "a row is still read under its heading"

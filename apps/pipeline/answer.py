@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from apps.pipeline.answering import AnswerReader, answering
 from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
 from apps.pipeline.embedding import unpack_vectors
 from apps.pipeline.gate import REFUSAL, GateDecision, confidence_gate, unmatched_terms
@@ -66,6 +67,7 @@ class Tools:
     router: Router | None = None
     web: object | None = None  # a web search client (`.name`, `.search(query, max_results)`), or None
     web_missing: str = "no TAVILY_API_KEY is configured"  # why `web` is None, for the trace
+    answers: AnswerReader | None = None  # reads each located claim against the question; None: not read
 
 
 class StageClock:
@@ -234,7 +236,9 @@ def assess(question: str, answer_text: str, *, params: AnswerParams, tools: Tool
     sources = [s.candidate for s in pool]
     claims = tuple(cite_sentences(question, answer_text, sources, tools.embedder))
     given = Answer(text=answer_text, claims=claims, insufficient=not claims, provider="external")
-    verified = verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=tools.local_judge)
+    verified = _read(
+        question, verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=tools.local_judge), sources, tools
+    )
     return Assessment(claims=verified, trust=_trust(given, verified, pool, params.trust), sources=sources)
 
 
@@ -257,14 +261,25 @@ def reverify(
     params: AnswerParams,
     tools: Tools,
     gone: frozenset[int] = frozenset(),
+    question: str = "",
 ) -> Reverification:
     """Locate and judge `given`'s claims again against `sources` as they read now, as `answer`
     verifies its own; a claim citing a source in `gone` (its document deleted) cannot be checked
-    and says so. Retrieval's share of the trust stays what it was when the answer was made."""
+    and says so; with `question`, each claim is read against it again. Retrieval's share of the
+    trust stays what it was when the answer was made."""
     started = time.perf_counter()
     judge = claim_judge(tools)
-    verified = verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=judge, gone=gone)
-    trust = trust_score(retrieval=retrieval, agreement=source_agreement(verified), verified=verified, refused=False, weights=params.trust)
+    verified = _read(
+        question, verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=judge, gone=gone), sources, tools
+    )
+    trust = trust_score(
+        retrieval=retrieval,
+        agreement=source_agreement(verified),
+        verified=verified,
+        refused=False,
+        weights=params.trust,
+        answering=answering(verified),
+    )
     attempts = [asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])]
     return Reverification(verified, trust, judge.name, attempts, round((time.perf_counter() - started) * 1000, 2))
 
@@ -411,14 +426,28 @@ def _generate_and_verify(question, gate, query_vector, pool, refined: dict, para
         note["detail"] = " → ".join(f"{a.provider} {a.outcome}" for a in attempts)
     judge = claim_judge(tools)
     with clock.stage("verify") as note:
-        verified = verify_answer(reply, sources, locator_threshold=params.locator_threshold, judge=judge)
-        note["detail"] = f"{sum(v.faithful for v in verified)} of {len(verified)} claims faithful, judged by {judge.name}"
+        verified = _read(question, verify_answer(reply, sources, locator_threshold=params.locator_threshold, judge=judge), sources, tools)
+        note["detail"] = (
+            f"{sum(v.faithful for v in verified)} of {len(verified)} claims faithful, judged by {judge.name}" + _answers_detail(verified)
+        )
     rows = [asdict(a) | {"purpose": "generate"} for a in attempts]
     return reply, rows + [asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])], verified
+
+
+def _read(question: str, verified: list[VerifiedClaim], sources: list[Candidate], tools: Tools) -> list[VerifiedClaim]:
+    """The claims read against the question, when the tools have a reader."""
+    return verified if tools.answers is None or not question else tools.answers.read(question, verified, sources)
+
+
+def _answers_detail(verified: list[VerifiedClaim]) -> str:
+    best = answering(verified)
+    return "" if best is None else f"; the best-answering claim answers the question {best:.0%}"
 
 
 def _trust(reply: Answer, verified: list[VerifiedClaim], pool: list[Scored], weights: TrustWeights) -> Trust:
     retrieval = max((s.score for s in pool), default=None)
     refused = reply.insufficient and not verified
     agreement = 0.0 if refused else source_agreement(verified)
-    return trust_score(retrieval=retrieval, agreement=agreement, verified=verified, refused=refused, weights=weights)
+    return trust_score(
+        retrieval=retrieval, agreement=agreement, verified=verified, refused=refused, weights=weights, answering=answering(verified)
+    )

@@ -33,6 +33,9 @@ class Trust:
     confidence: float | None  # None for a refusal, which claims nothing
     risk: str  # low / medium / high, or refused
     reasons: tuple[str, ...]
+    # p(the answer answers the question): its best-answering claim's (apps/pipeline/answering.py);
+    # None where no claim was read against the question or the scorer is not calibrated.
+    answering: float | None = None
 
 
 def source_agreement(verified: list[VerifiedClaim]) -> float:
@@ -52,7 +55,21 @@ def _support(v: VerifiedClaim) -> float:
     return score if v.verdict == "supports" else 1.0 - score
 
 
-def trust_score(*, retrieval: float | None, agreement: float, verified: list[VerifiedClaim], refused: bool, weights: TrustWeights) -> Trust:
+def trust_score(
+    *,
+    retrieval: float | None,
+    agreement: float,
+    verified: list[VerifiedClaim],
+    refused: bool,
+    weights: TrustWeights,
+    answering: float | None = None,
+) -> Trust:
+    """Confidence = the weighted mean of the three components: is what the answer says backed by its
+    sources. Low risk also needs `answering`, where it is known, at the Low cut-off: an answer is
+    right only when it is backed *and* is what was asked, so a faithful claim that does not answer
+    cannot make an answer Low risk. (Multiplying the two into one confidence was measured and
+    dropped: the scorer ranks right above wrong answers too weakly, and the product took bench_trust
+    from AUROC 0.953 to 0.791.)"""
     retrieval = min(max(retrieval or 0.0, 0.0), 1.0)
     if refused:
         # Nothing was claimed: there is no answer to be confident in, and a meter reading 100 %
@@ -60,9 +77,15 @@ def trust_score(*, retrieval: float | None, agreement: float, verified: list[Ver
         return Trust(round(retrieval, 4), None, None, None, REFUSED, ("refused: no claim made, so no confidence is given",))
     grounding = sum(v.faithful for v in verified) / len(verified) if verified else 0.0
     total = weights.retrieval + weights.agreement + weights.grounding
-    confidence = (weights.retrieval * retrieval + weights.agreement * agreement + weights.grounding * grounding) / total
+    backed = (weights.retrieval * retrieval + weights.agreement * agreement + weights.grounding * grounding) / total
+    confidence = backed
     risk = LOW if confidence >= weights.low_cutoff else MEDIUM if confidence >= weights.medium_cutoff else HIGH
     reasons = [f"confidence {confidence:.0%} against cut-offs {weights.low_cutoff:.0%} / {weights.medium_cutoff:.0%}"]
+    if answering is not None:
+        reasons.append(f"the best-answering claim answers the question {answering:.0%}")
+        if risk == LOW and answering < weights.low_cutoff:
+            risk = MEDIUM
+            reasons.append(f"never Low while it may not answer the question (Low needs {weights.low_cutoff:.0%})")
     unsafe = sorted({v.verdict for v in verified if v.verdict in UNSAFE_VERDICTS})
     if unsafe and risk == LOW:
         risk = MEDIUM
@@ -74,4 +97,5 @@ def trust_score(*, retrieval: float | None, agreement: float, verified: list[Ver
     if not verified:
         risk = HIGH
         reasons.append("no claim to verify")
-    return Trust(round(retrieval, 4), round(agreement, 4), round(grounding, 4), round(confidence, 4), risk, tuple(reasons))
+    answered = None if answering is None else round(answering, 4)
+    return Trust(round(retrieval, 4), round(agreement, 4), round(grounding, 4), round(confidence, 4), risk, tuple(reasons), answered)

@@ -100,3 +100,7 @@ class VerifiedClaim:
     judge: str = field(default="none")
     rationale: str = ""
     judge_score: float | None = None
+    # Whether the claim answers the question (apps/pipeline/answering.py): the answer scorer's raw
+    # score for its sentence, and the calibrated probability that an answer it leads is right.
+    answer_score: float | None = None
+    answers: float | None = None

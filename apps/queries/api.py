@@ -70,6 +70,15 @@ class ClaimSerializer(serializers.Serializer):
     )
     judge = serializers.CharField(allow_null=True)
     faithful = serializers.BooleanField(help_text="located and supported")
+    # Absent from answers recorded before claims were read against the question.
+    answer_score = serializers.FloatField(
+        required=False, allow_null=True, help_text="the answer scorer's raw score that the quoted sentence answers the question"
+    )
+    answers = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="calibrated probability in [0, 1] that an answer led by this claim is right (null: not read, or no calibration)",
+    )
 
 
 class SourceSerializer(serializers.Serializer):
@@ -110,6 +119,11 @@ class TrustSerializer(serializers.Serializer):
     retrieval = serializers.FloatField(allow_null=True)
     agreement = serializers.FloatField(allow_null=True)
     grounding = serializers.FloatField(allow_null=True)
+    answering = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        help_text="p(the answer answers the question): its best-answering claim's; risk is Low only when it, too, is at the Low cut-off",
+    )
     reasons = serializers.ListField(child=serializers.CharField())
 
 

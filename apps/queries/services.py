@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, replace
 from datetime import timedelta
+from functools import cache
 
 from django.conf import settings
 from django.db import transaction
@@ -16,6 +17,7 @@ from apps.core.errors import ApplicationError
 from apps.core.guard import clean_text
 from apps.documents.selectors import chunk_citations_get, chunk_search
 from apps.pipeline.answer import AnswerParams, AnswerTrace, Assessment, StageClock, Tools, answer, assess
+from apps.pipeline.answering import AnswerReader
 from apps.pipeline.combined_judge import CombinedJudge, get_combined_judge
 from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import get_embedder
@@ -181,7 +183,16 @@ def tools_for(workspace: Workspace, options: WorkspaceSettings) -> Tools:
         local_judge=local_judge_get(),
         router=_router(options, embedder),
         web=web,
+        answers=answer_reader_get(),
     )
+
+
+@cache
+def answer_reader_get() -> AnswerReader:
+    """What reads each claim against the question, loaded once per process: the local judge's
+    answerability of the claim's sentence, calibrated where a calibration was fitted for it."""
+    judge = local_judge_get()
+    return AnswerReader.of(f"{judge.name}-answerability", judge.answerability)
 
 
 def local_judge_get() -> VerifierJudge | LocalJudge | CombinedJudge:
@@ -249,7 +260,7 @@ def _fill_run(run: QueryRun, trace: AnswerTrace) -> None:
     run.gate = asdict(trace.gate)
     run.attempts = trace.attempts
     trust = trace.trust
-    run.trust = {"retrieval": trust.retrieval, "agreement": trust.agreement, "grounding": trust.grounding, "reasons": list(trust.reasons)}
+    run.trust = trust_row(trust)
     run.confidence = trust.confidence
     run.risk = trust.risk
     run.refusal = asdict(trace.refusal) if trace.refusal else None
@@ -313,6 +324,17 @@ def _rerank_trace(trace: AnswerTrace) -> dict:
     }
 
 
+def trust_row(trust) -> dict:
+    """A trust score's components and reasons as a run stores them (confidence and risk have columns)."""
+    return {
+        "retrieval": trust.retrieval,
+        "agreement": trust.agreement,
+        "grounding": trust.grounding,
+        "answering": trust.answering,
+        "reasons": list(trust.reasons),
+    }
+
+
 def claim_row(v) -> dict:
     return {
         "text": v.claim.text,
@@ -329,6 +351,10 @@ def claim_row(v) -> dict:
         "judge": v.judge,
         "judge_score": v.judge_score,
         "rationale": v.rationale,
+        # Whether it answers the question (apps/pipeline/answering.py): the scorer's raw score and
+        # the calibrated probability; None where it was not read (not located, or no reader).
+        "answer_score": v.answer_score,
+        "answers": v.answers,
         "faithful": v.faithful,
         # A quote missing from its cited source but found in another retrieved one.
         "misattributed": v.location.misattributed,

@@ -21,7 +21,7 @@ from apps.documents.models import Document
 from apps.pipeline.answer import reverify
 from apps.pipeline.types import Answer, Candidate, Claim
 from apps.queries.models import QueryRun, QueryStatus
-from apps.queries.services import answer_params_for, claim_row, tools_for
+from apps.queries.services import answer_params_for, claim_row, tools_for, trust_row
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import settings_get
 from apps.workspaces.tenancy import access, require
@@ -84,7 +84,9 @@ def query_run_reverify(*, workspace: Workspace, actor, run_id, actor_label: str 
     params = answer_params_for(options)
     gone = frozenset(c["source"] for c in changes if c["change"] == DELETED)
     current = _current_sources(original.sources, texts)
-    done = reverify(given, current, retrieval=retrieval, params=params, tools=tools_for(workspace, options), gone=gone)
+    done = reverify(
+        given, current, retrieval=retrieval, params=params, tools=tools_for(workspace, options), gone=gone, question=original.question
+    )
     rows = [claim_row(v) for v in done.claims]
     trust, ms = done.trust, done.ms
     user = getattr(actor, "user", None)
@@ -108,12 +110,7 @@ def query_run_reverify(*, workspace: Workspace, actor, run_id, actor_label: str 
             stages=[
                 {"name": "verify", "status": "done", "ms": ms, "detail": f"re-verified against the current text, judged by {done.judge}"}
             ],
-            trust={
-                "retrieval": trust.retrieval,
-                "agreement": trust.agreement,
-                "grounding": trust.grounding,
-                "reasons": list(trust.reasons),
-            },
+            trust=trust_row(trust),
             confidence=trust.confidence,
             risk=trust.risk,
             source_changes=changes,

@@ -9,6 +9,7 @@ import re
 import pytest
 from django.db import connection
 from django.urls import reverse
+from rest_framework.test import APIClient
 
 from apps.audits.models import AuditEvent, AuditRecord
 from apps.documents import services as documents
@@ -189,3 +190,26 @@ def test_admin_events_list_uploads_settings_changes_and_exports(personas, lighth
     assert page.index("audit.export") < page.index("settings.update") < page.index("document.upload"), "newest first"
     assert "gate threshold: 0.25 → 0.6" in page
     assert "filename: skerryvore.txt" in page
+
+
+def test_each_claim_says_whether_it_answers_the_question_on_the_page_in_the_api_and_in_the_audit(personas, answered):
+    claims = answered.claims
+    assert all(isinstance(c["answer_score"], float) for c in claims), "every located claim was read against the question"
+    assert all(0.0 <= c["answers"] <= 1.0 for c in claims), "and calibrated (apps/pipeline/data/answering.json)"
+    assert answered.trust["answering"] == max(c["answers"] for c in claims), "the answer answers as well as its best claim"
+    page = page_of(personas.client("viewer"), answered)
+    for claim in claims:
+        said = "answers the question" if claim["answers"] >= 0.5 else "may not answer the question"
+        assert f"{said} ({round(claim['answers'] * 100)}%)" in page
+    assert "Answers the question" in page, "the trust components name it"
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {personas.api_key('viewer')}")
+    api = client.get(reverse("api_query", args=[personas.workspace_a.pk, answered.pk])).json()
+    assert [c["answers"] for c in api["claims"]] == [c["answers"] for c in claims]
+    assert api["trust"]["answering"] == answered.trust["answering"]
+
+    record = AuditRecord.objects.get(query_run_id=answered.pk)
+    assert [c["answers"] for c in record.payload["stages"]["verify"]["claims"]] == [c["answers"] for c in claims]
+    audit = html.unescape(personas.client("viewer").get(reverse("audit_detail", args=["acme", record.pk])).content.decode())
+    assert "Answers the question" in audit

@@ -21,6 +21,7 @@ from apps.pipeline.generation import (
 from apps.pipeline.parsing import extract
 from apps.pipeline.text import chunk_text, is_table_row, sentence_spans, table_header
 from apps.pipeline.types import Candidate
+from apps.pipeline.verification import locate_quote
 from tests.conftest import ROOT
 
 DOCS = ROOT.parent / "shared" / "data" / "docs"
@@ -178,3 +179,24 @@ def test_a_tables_heading_row_heads_its_rows_but_is_never_a_claim_itself(nics):
     texas = next(u for u in kept if u.quote.startswith("Texas "))
     assert texas.row
     assert texas.read.startswith("State / Territory Permit"), "a row is still read under its heading"
+
+
+SLIDES = (
+    "Annual review\n\n"
+    "In the year under review the Northgate\n\n"
+    "The new tidal barrier at Eastmoor was completed in March and cost 42 million pounds.\n\n"
+    "Flood defences\nThree pumping stations\nTwo new sluices"
+)
+
+
+def test_a_claim_never_joins_fragments_across_a_paragraph_or_slide_break_and_is_found_exactly():
+    passage = candidate(SLIDES, start=120)
+    result = answer("How much did the tidal barrier at Eastmoor cost?", [passage])
+    assert not result.insufficient
+    first = result.claims[0]
+    assert first.quote == "The new tidal barrier at Eastmoor was completed in March and cost 42 million pounds."
+    for claim in result.claims:
+        assert claim.quote in SLIDES, "a contiguous span of the source"
+        assert "\n\n" not in claim.quote, "never across a paragraph break"
+        location = locate_quote(claim.quote, SLIDES, 90.0)
+        assert (location.status, location.method) == ("located", "exact")

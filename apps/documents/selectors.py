@@ -7,6 +7,7 @@ from django.db.models import F, Func, JSONField, Q, QuerySet
 
 from apps.documents.models import Chunk, Document, DocumentKind, DocumentStatus, UnitVectors
 from apps.documents.sql import hybrid_search
+from apps.pipeline.embedding import product_embedder
 from apps.pipeline.parsing import Location, describe_span
 from apps.pipeline.retrieval import RetrievalParams
 from apps.pipeline.text import is_table_row, passage_header, sentence_spans, table_header
@@ -115,7 +116,23 @@ def _opens_in_a_table(text: str) -> bool:
 
 def documents_reindex_pending(*, workspace: Workspace) -> bool:
     """Whether an indexed document was cut with another chunk size or overlap than the
-    workspace's settings now say (or with one not known): a re-index would cut it anew."""
+    workspace's settings now say (or with one not known), or embedded by another embedder than
+    the product's now (EMBEDDING_BACKEND, EMBEDDING_MODEL): a re-index would cut and embed it anew,
+    so that the workspace's index holds the vectors of one embedder only."""
     options = settings_get(workspace=workspace)
-    current = Q(indexed_chunk_size=options.chunk_size, indexed_chunk_overlap=options.chunk_overlap)
+    current = Q(indexed_chunk_size=options.chunk_size, indexed_chunk_overlap=options.chunk_overlap) & current_embedder()
     return Document.objects.filter(workspace=workspace, status=DocumentStatus.READY).exclude(current).exists()
+
+
+def documents_embedded_otherwise() -> QuerySet[Document]:
+    """Indexed documents, of every workspace, whose vectors came from another embedder than the
+    product's now: what `manage.py reembed` re-indexes."""
+    return Document.objects.filter(status=DocumentStatus.READY).exclude(current_embedder()).select_related("workspace")
+
+
+def current_embedder() -> Q:
+    """Documents whose vectors the product's embedder wrote; those indexed before the embedder was
+    recorded hold fp32 vectors (torch was the only backend), which an fp32 embedder writes too."""
+    identity = product_embedder().identity
+    written = Q(indexed_embedder=identity)
+    return written | Q(indexed_embedder="") if identity.endswith(":fp32") else written

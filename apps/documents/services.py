@@ -29,6 +29,7 @@ from apps.pipeline.embedding import (
     INGESTION_STREAMS,
     get_embedder,
     pack_vectors,
+    product_embedder,
     set_torch_threads,
 )
 from apps.pipeline.parsing import Extracted, OcrOptions, ParseError, check_supported, extract
@@ -416,6 +417,7 @@ def document_chunks_write_many(*, workspace: Workspace, writes: Sequence[ChunkWr
             ],
             status=DocumentStatus.READY,
             now=now,
+            embedder=product_embedder().identity,
         )
     return written
 

@@ -247,7 +247,7 @@ def write_chunks(cursor, *, workspace_id, document_ids: list, rows, now) -> int:
 DOCUMENTS_WRITTEN = """
 UPDATE documents_document d
 SET kind = v.kind, text = v.text, page_count = v.page_count, chunk_count = v.chunk_count,
-    indexed_chunk_size = v.chunk_size, indexed_chunk_overlap = v.chunk_overlap,
+    indexed_chunk_size = v.chunk_size, indexed_chunk_overlap = v.chunk_overlap, indexed_embedder = %(embedder)s,
     progress_done = v.chunk_count, progress_total = v.chunk_count, status = %(status)s, error = '', updated_at = %(now)s
 FROM unnest(%(documents)s::uuid[], %(kinds)s::text[], %(texts)s::text[], %(pages)s::integer[], %(chunks)s::integer[],
             %(sizes)s::integer[], %(overlaps)s::integer[])
@@ -256,9 +256,10 @@ WHERE d.workspace_id = %(workspace)s AND d.id = v.id
 """
 
 
-def documents_mark_written(cursor, *, workspace_id, documents: list[tuple], status: str, now) -> None:
+def documents_mark_written(cursor, *, workspace_id, documents: list[tuple], status: str, now, embedder: str = "") -> None:
     """Each (id, kind, text, page count, chunk count, chunk size, chunk overlap) document of the
-    workspace gets its text, counts, chunking (None: not known) and the status, in one statement."""
+    workspace gets its text, counts, chunking (None: not known), the embedder its vectors came from
+    and the status, in one statement."""
     ids, kinds, texts, pages, chunks, sizes, overlaps = zip(*documents, strict=True) if documents else ([],) * 7
     params = _params(workspace_id, ids) | {
         "kinds": list(kinds),
@@ -269,6 +270,7 @@ def documents_mark_written(cursor, *, workspace_id, documents: list[tuple], stat
         "overlaps": list(overlaps),
         "status": status,
         "now": now,
+        "embedder": embedder,
     }
     cursor.execute(DOCUMENTS_WRITTEN, params)
 

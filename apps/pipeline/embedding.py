@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from apps.pipeline.onnx_embedding import BACKENDS, OnnxForward, OnnxUnsupported, exported
+from apps.pipeline.onnx_embedding import BACKENDS, OnnxForward, OnnxUnsupported, exported, weights_digest
 
 DIMENSIONS = 384
 # One question embeds the same sentences in several stages (reranking, refinement,
@@ -70,6 +70,7 @@ class Embedder:
         self.export_dir = export_dir
         self._model = None
         self._forward: OnnxForward | None = None
+        self._identity: str | None = None
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
@@ -86,6 +87,18 @@ class Embedder:
                     path = exported(self._model, folder, self.export_dir, int8=self.backend == "onnx-int8")
                     self._forward = OnnxForward(path, self._model.tokenizer, self._model.max_seq_length)
             return self._model
+
+    @property
+    def identity(self) -> str:
+        """Which vectors this embedder writes: its weights (their checksum, or the model's name
+        where it is no local folder) and their precision. torch and the fp32 ONNX graph write the
+        same vectors; int8 writes others. Stored with every document's vectors, so that a workspace
+        whose vectors came from another embedder is re-indexed, never searched with a mix."""
+        if self._identity is None:
+            path = Path(self.model_name_or_path)
+            weights = weights_digest(path)[:16] if path.is_dir() else self.model_name_or_path
+            self._identity = f"{weights}:{'int8' if self.backend == 'onnx-int8' else 'fp32'}"
+        return self._identity
 
     def embed(self, texts: list[str], batch_size: int | None = None) -> np.ndarray:
         """Unit-length float32 vectors, one row per text (in batches of `batch_size`, default the
@@ -225,6 +238,14 @@ def get_embedder(model_name_or_path: str = "", batch_size: int = 32, backend: st
     if backend is None:
         backend = _configured_backend()
     return _embedder(model_name_or_path or default_model_path(), batch_size, backend)
+
+
+def product_embedder() -> Embedder:
+    """The embedder the product's settings name: EMBEDDING_MODEL, EMBEDDING_BATCH_SIZE and
+    EMBEDDING_BACKEND."""
+    from django.conf import settings
+
+    return get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
 
 
 @cache

@@ -7,6 +7,7 @@ from __future__ import annotations
 from io import StringIO
 
 from django.core.management import call_command
+from django.urls import reverse
 
 from apps.documents import services
 from apps.documents.models import Document, DocumentStatus
@@ -70,3 +71,14 @@ def test_reembed_says_what_holds_another_embedders_vectors_and_queues_it(persona
     assert "1 document(s) queued to be embedded again" in out.getvalue()
     assert Document.objects.get(pk=other.pk).status == DocumentStatus.QUEUED
     assert Document.objects.get(pk=kept.pk).status == DocumentStatus.READY
+
+
+def test_the_settings_page_asks_for_the_reindex_and_says_why(personas, settings):
+    ingested(personas.workspace_a, "otters.txt", "Otters hold hands while they sleep.")
+    url = reverse("workspace_settings", args=[personas.workspace_a.slug])
+    client = personas.client("admin")
+    assert "Re-index to apply" not in client.get(url).content.decode()
+    settings.EMBEDDING_BACKEND = "onnx-int8"
+    page = client.get(url).content.decode()
+    assert "Re-index to apply" in page
+    assert "the server now embeds with another model or precision" in page

@@ -27,7 +27,6 @@ from apps.documents.sql import documents_mark_written, unindex_document, unit_ve
 from apps.pipeline.embedding import (
     DIMENSIONS,
     INGESTION_STREAMS,
-    get_embedder,
     pack_vectors,
     product_embedder,
     set_torch_threads,
@@ -283,7 +282,7 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
     so no thread keeps their torch setting."""
     import numpy as np
 
-    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    embedder = product_embedder()
     # Each distinct text's row, in the order first met.
     position = {text: i for i, text in enumerate(dict.fromkeys(text for group in groups for text in group))}
     texts = list(position)

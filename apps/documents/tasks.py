@@ -1,10 +1,9 @@
 from __future__ import annotations
 
 from celery import shared_task
-from django.conf import settings
 
 from apps.documents import services
-from apps.pipeline.embedding import get_embedder
+from apps.pipeline.embedding import product_embedder
 from apps.workspaces.models import Workspace
 
 
@@ -34,5 +33,5 @@ def reap_stuck_documents() -> dict[str, int]:
 def warm_up() -> int:
     """Load the embedding model in this worker process (returns its dimension), so that
     a measurement taken next does not include the model's load time."""
-    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    embedder = product_embedder()
     return int(embedder.embed(["warm up"]).shape[1])

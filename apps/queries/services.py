@@ -20,7 +20,7 @@ from apps.pipeline.answer import AnswerParams, AnswerTrace, Assessment, StageClo
 from apps.pipeline.answering import AnswerReader
 from apps.pipeline.combined_judge import CombinedJudge, get_combined_judge
 from apps.pipeline.corrective import CorrectiveParams
-from apps.pipeline.embedding import get_embedder
+from apps.pipeline.embedding import product_embedder
 from apps.pipeline.judge import LocalJudge, get_local_judge
 from apps.pipeline.providers import ChatProvider, LocalProvider, Router
 from apps.pipeline.rerank import get_reranker
@@ -172,7 +172,7 @@ def _execute(workspace: Workspace, run: QueryRun) -> QueryRun:
 def tools_for(workspace: Workspace, options: WorkspaceSettings) -> Tools:
     """The collaborators of one answer in `workspace`: its retrieval SQL, the process's models,
     the workspace's providers and, when a key is set, web search."""
-    embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+    embedder = product_embedder()
     web = None
     if settings.TAVILY_API_KEY:
         web = TavilySearch(api_key=settings.TAVILY_API_KEY, base_url=settings.TAVILY_BASE_URL, timeout_s=settings.WEB_SEARCH_TIMEOUT_S)

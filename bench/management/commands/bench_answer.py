@@ -12,11 +12,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.audits.selectors import audit_record_for_run
-from apps.pipeline.embedding import get_embedder
+from apps.pipeline.embedding import product_embedder
 from apps.queries.services import query_answer
 from bench.common import data_path, emit, ingest_records, percentile, progress, read_jsonl, temporary_workspace
 
@@ -48,7 +47,7 @@ class Command(BaseCommand):
 def _mode(workspace, questions: list[str], mode: str) -> dict:
     """Every question in one mode, after one warm-up question (it loads the models); the
     embedder's cache of sentence vectors is emptied first, so no mode runs on another's."""
-    get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE).forget()
+    product_embedder().forget()
     ask(workspace, WARM_UP, mode)
     return _summary([ask(workspace, q, mode) for q in _progress(questions, mode)])
 

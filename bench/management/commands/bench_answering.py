@@ -31,7 +31,6 @@ from apps.evals.sweep import contains_gold
 from apps.pipeline.answering import CALIBRATION_PATH
 from apps.queries.services import answer_reader_get, query_answer
 from apps.workspaces.models import WorkspaceSettings
-from apps.workspaces.selectors import settings_get
 from bench.calibration import expected_calibration_error, platt, reliability, sigmoid
 from bench.common import auroc, data_path, emit, progress, read_jsonl, temporary_workspace
 
@@ -143,15 +142,11 @@ def _ask(workspace, group: str, answerable: bool, question: str, golds: list[str
     if run.insufficient:
         return {"group": group, "score": None}
     scores = [c["answer_score"] for c in run.claims if c.get("answer_score") is not None]
-    options = settings_get(workspace=workspace)
-    weights = (options.trust_weight_retrieval, options.trust_weight_agreement, options.trust_weight_grounding)
-    parts = (run.trust.get("retrieval") or 0.0, run.trust.get("agreement") or 0.0, run.trust.get("grounding") or 0.0)
-    backed = sum(w * v for w, v in zip(weights, parts, strict=True)) / sum(weights)
     return {
         "group": group,
         "question": question,
         "score": max(scores) if scores else 0.0,
-        "backed": backed,
+        "backed": run.confidence,  # the sources' backing: the answering probability caps the risk, not the confidence
         "right": answerable and contains_gold(run.answer, golds),
         "claims": [{"text": c["text"], "answer_score": c.get("answer_score")} for c in run.claims],
     }

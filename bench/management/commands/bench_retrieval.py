@@ -20,7 +20,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.documents.models import Chunk
 from apps.documents.selectors import chunk_search
 from apps.pipeline.answer import recall_stored_units
-from apps.pipeline.embedding import get_embedder
+from apps.pipeline.embedding import product_embedder
 from apps.pipeline.rerank import get_reranker
 from apps.pipeline.retrieval import RetrievalParams
 from apps.workspaces.models import WorkspaceSettings
@@ -161,7 +161,7 @@ class Command(BaseCommand):
         )
 
     def _run_queries(self, workspace, options, judged, wanted, corpus_ids_of):
-        embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+        embedder = product_embedder()
         reranker = get_reranker(settings.RERANKER_MODEL, embedder)
         params = {mode: mode_params(mode, options) for mode in wanted}
         scores = {mode: {"ndcg@10": [], "recall@100": [], "mrr@10": [], "ms": []} for mode in wanted}

@@ -29,14 +29,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, connection, transaction
 
 from apps.documents.models import Chunk, Document, DocumentStatus, IndexStat
 from apps.documents.selectors import chunk_search
 from apps.documents.services import ChunkWrite, document_chunks_write_many
-from apps.pipeline.embedding import get_embedder
+from apps.pipeline.embedding import product_embedder
 from apps.pipeline.retrieval import RetrievalParams
 from apps.workspaces.models import WorkspaceSettings
 from bench.common import data_path, emit, percentile, progress, read_jsonl, temporary_workspace
@@ -73,7 +72,7 @@ class Command(BaseCommand):
         _require_baseline_libraries()
         defaults = WorkspaceSettings._meta
         size, overlap = defaults.get_field("chunk_size").default, defaults.get_field("chunk_overlap").default
-        embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+        embedder = product_embedder()
         records = list(read_jsonl(corpus))
         progress(f"bench_scale: {chunks} chunks in {workspaces} workspaces, {queries} queries; chunks {size}/{overlap}")
 

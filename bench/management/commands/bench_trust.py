@@ -7,11 +7,10 @@ from itertools import combinations
 from pathlib import Path
 
 import numpy as np
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.documents.services import document_create, document_ingest
-from apps.pipeline.embedding import get_embedder
+from apps.pipeline.embedding import product_embedder
 from apps.queries.services import answer_assess
 from bench.common import auroc, data_path, emit, progress, temporary_workspace
 
@@ -28,7 +27,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, halueval: Path, limit: int | None, json_path: str | None, **options):
         items = _read(Path(halueval))[:limit]
-        embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
+        embedder = product_embedder()
         scored: list[tuple[str, float, float, str]] = []  # kind, confidence, baseline, risk
         started = time.perf_counter()
         for done, item in enumerate(items, start=1):

@@ -37,7 +37,7 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
 # Where the embedder's forward pass runs: torch, or ONNX Runtime on a graph exported once from the
 # same weights into VAR_DIR/models/ (onnx: fp32; onnx-int8: int8 weights). apps/pipeline/onnx_embedding.py.
-EMBEDDING_BACKEND = env_choice("EMBEDDING_BACKEND", "torch", ("torch", "onnx", "onnx-int8"))
+EMBEDDING_BACKEND = env_choice("EMBEDDING_BACKEND", "onnx-int8", ("torch", "onnx", "onnx-int8"))
 RERANKER_MODEL = env_str("RERANKER_MODEL", "")
 # The web server (`make run`, `make load`, the Docker image: trustrag_site/gunicorn_conf.py):
 # processes, threads in each, and torch's threads in each process. 0 means the measured plan for
@@ -85,6 +85,12 @@ INGEST_MAX_UNZIPPED_BYTES = env_int("INGEST_MAX_UNZIPPED_BYTES", 200 * 1024 * 10
 # document; 0 reads them in the worker's own process.
 PARSER_PROCESSES = env_int("PARSER_PROCESSES", 2, minimum=0, maximum=64)
 INGEST_LEASE_S = env_int("INGEST_LEASE_S", 120, minimum=5)
+# Documents ingested together (a bulk upload, `manage.py ingest`) are embedded as one stream, in
+# windows of about this many distinct texts (chunks and their sentences); a window is written, and
+# its documents searchable, as soon as it is embedded, or once it has waited INGEST_STREAM_WAIT_S
+# for the parsing of the documents after it. apps/documents/services.py documents_ingest_many.
+INGEST_STREAM_TEXTS = env_int("INGEST_STREAM_TEXTS", 2048, minimum=1)
+INGEST_STREAM_WAIT_S = env_float("INGEST_STREAM_WAIT_S", 5.0, minimum=0.0)
 INGEST_MAX_ATTEMPTS = env_int("INGEST_MAX_ATTEMPTS", 3, minimum=1)
 INGEST_REQUEUE_QUEUED_AFTER_S = env_int("INGEST_REQUEUE_QUEUED_AFTER_S", 600, minimum=5)
 # OCR of PDF pages without a text layer (Tesseract; the language is each workspace's setting):

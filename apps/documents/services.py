@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import time
 from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
@@ -132,22 +134,85 @@ def _content_lock(workspace: Workspace, digest: str) -> None:
 
 
 def document_ingest(*, workspace: Workspace, document_id) -> Document | None:
-    """Extract, chunk, embed and index one document. Safe to run twice, or after a worker died."""
-    if not _claim(workspace, document_id):
-        log.info("document %s is not claimable (settled, or another worker holds it)", document_id)
-        return None
-    # The ingestion counts among those sharing the cores from its claim on, not only while it
-    # embeds: its parse takes a core too (a parser process), and a neighbour that read it as
-    # idle would run torch on both cores against it.
-    with INGESTION_STREAMS.claimed():
-        return _ingest_claimed(workspace, document_id)
+    """Extract, chunk, embed and index one document. Safe to run twice, or after a worker died.
+    None when the document is not claimable (settled, or another worker holds it)."""
+    settled = documents_ingest_many(workspace=workspace, document_ids=[document_id])
+    return settled[0] if settled else None
 
 
-def _ingest_claimed(workspace: Workspace, document_id) -> Document | None:
-    document = Document.objects.get(workspace=workspace, pk=document_id)
+def documents_ingest_many(*, workspace: Workspace, document_ids: Sequence, on_settled=None) -> list[Document]:
+    """Ingest documents of one workspace as one embedding stream (issue 44). Each is claimed,
+    extracted and cut in turn; their texts are embedded together, a window of about
+    INGEST_STREAM_TEXTS distinct texts at a time, so small documents fill whole batches of texts of
+    one length instead of one small batch each; and each window's documents are written, and
+    searchable, as soon as its texts are embedded. A window is also closed once it has waited
+    INGEST_STREAM_WAIT_S, so a document never waits long on the parsing of those after it.
+
+    A document that is settled or that another worker holds is skipped. `on_settled(document)` is
+    called for each document as it becomes ready or failed; the documents settled here are
+    returned in that order."""
     options = settings_get(workspace=workspace)
+    settled: list[Document] = []
+    window: list[_Parsed] = []
+    opened = 0.0
+
+    def close_window() -> None:
+        for document in _embed_and_write(workspace, window):
+            settled.append(document)
+            if on_settled is not None:
+                on_settled(document)
+        window.clear()
+
+    with contextlib.ExitStack() as stream:
+        for document_id in document_ids:
+            if not _claim(workspace, document_id):
+                log.info("document %s is not claimable (settled, or another worker holds it)", document_id)
+                continue
+            if not stream._exit_callbacks:
+                # The ingestion counts among those sharing the cores from its first claim on, not
+                # only while it embeds: its parse takes a core too (a parser process), and a
+                # neighbour that read it as idle would run torch on both cores against it.
+                stream.enter_context(INGESTION_STREAMS.claimed())
+            parsed = _parse(workspace, document_id, options, waiting=[p.document.pk for p in window])
+            if isinstance(parsed, Document):  # it failed
+                settled.append(parsed)
+                if on_settled is not None:
+                    on_settled(parsed)
+                continue
+            if not window:
+                opened = time.monotonic()
+            window.append(parsed)
+            waited = time.monotonic() - opened
+            if sum(p.texts for p in window) >= settings.INGEST_STREAM_TEXTS or waited >= settings.INGEST_STREAM_WAIT_S:
+                close_window()
+        if window:
+            close_window()
+    return settled
+
+
+@dataclass
+class _Parsed:
+    """A claimed document cut into chunks, waiting for its vectors: for each chunk, its text (the
+    vector retrieval searches) and then its units (the vectors reranking reads; a table row under
+    its heading line)."""
+
+    document: Document
+    extracted: Extracted
+    drafts: list[ChunkDraft]
+    groups: list[list[str]]
+    chunking: tuple[int, int]
+
+    @property
+    def texts(self) -> int:
+        return sum(len(group) for group in self.groups)
+
+
+def _parse(workspace: Workspace, document_id, options, *, waiting: Sequence = ()) -> _Parsed | Document:
+    """The claimed document extracted and cut, or the document marked failed. `waiting`: the
+    documents of the open window, whose claims are kept alive while an OCR parse runs long."""
+    document = Document.objects.get(workspace=workspace, pk=document_id)
     try:
-        extracted = _extract(document, options)
+        extracted = _extract(document, options, waiting=waiting)
     except ParseError as exc:
         return _mark_failed(document, str(exc))
     # What the database cannot hold (NUL, lone surrogates from a broken PDF font map) becomes
@@ -156,24 +221,34 @@ def _ingest_claimed(workspace: Workspace, document_id) -> Document | None:
     drafts = chunk_text(extracted.text, size=options.chunk_size, overlap=options.chunk_overlap)
     if len(drafts) > options.max_document_chunks:
         return _mark_failed(document, _too_many_chunks(document, len(drafts), options.max_document_chunks))
-    # Each chunk is embedded whole (for retrieval) and unit by unit (for reranking and the stages
-    # after it, which then embed only the question); a table row is read under its heading line.
     groups = [[d.text, *unit_reads(d.text, passage_header(d.text, d.start, extracted.text))] for d in drafts]
+    _progress(document, 0, len(groups))
+    return _Parsed(document, extracted, drafts, groups, (options.chunk_size, options.chunk_overlap))
+
+
+def _embed_and_write(workspace: Workspace, window: Sequence[_Parsed]) -> list[Document]:
+    """Embed a window's texts in one stream and write its documents in one transaction."""
     try:
-        embedded = _embed_with_progress(document, groups)
+        embedded = _embed_with_progress(window)
     except OverBudget as exc:
-        return _mark_failed(document, str(exc))
-    vectors = [group[0] for group in embedded]
+        return [_mark_failed(parsed.document, str(exc)) for parsed in window]
+    now = timezone.now()
     with transaction.atomic():  # the locations change with the chunks that cite them, never before
-        _locations_write(document, extracted)
-        chunking = (options.chunk_size, options.chunk_overlap)
-        document_chunks_write(document=document, extracted=extracted, drafts=drafts, vectors=vectors, chunking=chunking)
+        for parsed in window:
+            _locations_write(parsed.document, parsed.extracted)
+        writes = [
+            ChunkWrite(p.document, p.extracted, p.drafts, [group[0] for group in groups], p.chunking)
+            for p, groups in zip(window, embedded, strict=True)
+        ]
+        document_chunks_write_many(workspace=workspace, writes=writes)
         with connection.cursor() as cursor:
-            rows = [(d.ordinal, pack_vectors(group[1:])) for d, group in zip(drafts, embedded, strict=True)]
-            unit_vectors_write(cursor, workspace_id=workspace.pk, document_id=document.pk, rows=rows, now=timezone.now())
-    document.refresh_from_db()
-    document_text_changed.send(sender=Document, workspace=workspace, document_id=document.pk)
-    return document
+            for parsed, groups in zip(window, embedded, strict=True):
+                rows = [(d.ordinal, pack_vectors(group[1:])) for d, group in zip(parsed.drafts, groups, strict=True)]
+                unit_vectors_write(cursor, workspace_id=workspace.pk, document_id=parsed.document.pk, rows=rows, now=now)
+    written = Document.objects.in_bulk([p.document.pk for p in window])
+    for parsed in window:
+        document_text_changed.send(sender=Document, workspace=workspace, document_id=parsed.document.pk)
+    return [written[p.document.pk] for p in window]
 
 
 def document_delete(*, workspace: Workspace, actor, document_id) -> None:
@@ -265,29 +340,29 @@ def _claim(workspace: Workspace, document_id) -> bool:
     )
 
 
-def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
-    """Each group's texts embedded (a chunk and its units), in batches of texts of about one
-    length (Embedder.batches): a batch is padded to its longest text, so a sentence batched with
-    its chunk would cost the chunk's length (bench_ingest: 0.40 of embedding alone in document
-    order, docs/benchmarks.md). The batches go longest first: a batch of long chunks takes a quarter of a
-    second on one thread, so one left for last kept its lane running while the other lanes had
-    nothing left to do (six alternated bench_ingest pairs: 11.61 s mean against 11.75 s
-    shortest first, faster in all six). A text met twice in the document (a sentence in the
-    overlap of two chunks, a repeated heading or paragraph: 144 of the shared docs' 1,168) is
-    embedded once (ten alternated bench_ingest pairs: 9.63 s mean against 9.84 s, faster in
-    seven). Progress counts the share of distinct texts done, read in
-    groups (chunks). The batches run in lanes of their own, as many side by side as this
+def _embed_with_progress(window: Sequence[_Parsed]) -> list[list]:
+    """Each group's texts embedded (a chunk and its units), for every document of the window, in
+    batches of texts of about one length (Embedder.batches): a batch is padded to its longest
+    text, so a sentence batched with its chunk would cost the chunk's length (bench_ingest: 0.40
+    of embedding alone in document order, docs/benchmarks.md). The batches go longest first: a
+    batch of long chunks takes a quarter of a second on one thread, so one left for last kept its
+    lane running while the other lanes had nothing left to do (six alternated bench_ingest pairs:
+    11.61 s mean against 11.75 s shortest first, faster in all six). A text met twice in the
+    window (a sentence in the overlap of two chunks, a repeated heading or paragraph: 144 of the
+    shared docs' 1,168) is embedded once (ten alternated bench_ingest pairs: 9.63 s mean against
+    9.84 s, faster in seven). Each document's progress counts the window's share of distinct texts
+    done, in its own chunks. The batches run in lanes of their own, as many side by side as this
     ingestion's share of the cores (apps.core.serving.ingestion_lanes), counted again as each
     batch ends and as other ingestions start or end; the lanes' threads end with the ingestion,
-    so no thread keeps their torch setting."""
+    so no thread keeps their torch setting. Returns, per document, its groups' vectors."""
     import numpy as np
 
     embedder = product_embedder()
     # Each distinct text's row, in the order first met.
-    position = {text: i for i, text in enumerate(dict.fromkeys(text for group in groups for text in group))}
+    position = {text: i for i, text in enumerate(dict.fromkeys(t for parsed in window for group in parsed.groups for t in group))}
     texts = list(position)
     vectors = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-    _progress(document, 0, len(groups))
+    label = _window_label(window)
 
     def encode(batch: list[int], torch_threads: int) -> int:
         set_torch_threads(torch_threads)
@@ -296,7 +371,7 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
 
     pending = iter(reversed(embedder.batches(texts, settings.EMBEDDING_BATCH_SIZE)))
     running: set[Future] = set()
-    done = 0
+    done, reported = 0, time.monotonic()
     with ThreadPoolExecutor(max_workers=cores(), thread_name_prefix="embed") as lanes:
         while True:
             change = INGESTION_STREAMS.changed()
@@ -311,9 +386,21 @@ def _embed_with_progress(document: Document, groups: list[list[str]]) -> list:
             running -= finished
             if finished:
                 done += sum(future.result() for future in finished)
-                _progress(document, len(groups) * done // len(texts), len(groups))
-                _check_memory(document)
-    return [vectors[[position[text] for text in group]] for group in groups]
+                if done == len(texts) or time.monotonic() - reported >= PROGRESS_EVERY_S:
+                    _progress_share([p.document.pk for p in window], done, len(texts))
+                    reported = time.monotonic()
+                _check_memory(label)
+    return [[vectors[[position[text] for text in group]] for group in parsed.groups] for parsed in window]
+
+
+# How often an ingestion writes its progress (and heartbeat) while it embeds: each write is an
+# UPDATE, and a window of small documents ends a batch every few milliseconds.
+PROGRESS_EVERY_S = 0.5
+
+
+def _window_label(window: Sequence[_Parsed]) -> str:
+    first = f"“{window[0].document.filename}”"
+    return first if len(window) == 1 else f"{first} and {len(window) - 1} other file(s)"
 
 
 class OverBudget(Exception):
@@ -328,13 +415,14 @@ def _too_many_chunks(document: Document, count: int, limit: int) -> str:
     )
 
 
-def _check_memory(document: Document) -> None:
+def _check_memory(label: str) -> None:
     """The worker's memory, read as each batch ends: past WORKER_MAX_MEMORY_MB the ingestion under
-    way stops (and frees what it holds) rather than let one file take the machine."""
+    way stops (and frees what it holds) rather than let one file take the machine. `label` names
+    the files being embedded."""
     limit = settings.WORKER_MAX_MEMORY_MB
     if limit and (used := psutil.Process().memory_info().rss) > limit * 2**20:
         raise OverBudget(
-            f"Indexing “{document.filename}” stopped: the worker's memory reached {used // 2**20:,} MB, over its limit of "
+            f"Indexing {label} stopped: the worker's memory reached {used // 2**20:,} MB, over its limit of "
             f"{limit:,} MB (WORKER_MAX_MEMORY_MB). Re-index it when fewer documents are being indexed, or split it into smaller files."
         )
 
@@ -345,9 +433,22 @@ def _progress(document: Document, done: int, total: int, unit: str = "chunks") -
     )
 
 
-def _extract(document: Document, options) -> Extracted:
+def _progress_share(document_ids: Sequence, done: int, total: int) -> None:
+    """Each document's progress as the share done/total of its own chunks, in one UPDATE."""
+    Document.objects.filter(pk__in=document_ids, status=DocumentStatus.PROCESSING).update(
+        progress_done=F("progress_total") * done / total, progress_unit="chunks", heartbeat_at=timezone.now()
+    )
+
+
+def _heartbeat(document_ids: Sequence) -> None:
+    if document_ids:
+        Document.objects.filter(pk__in=document_ids, status=DocumentStatus.PROCESSING).update(heartbeat_at=timezone.now())
+
+
+def _extract(document: Document, options, *, waiting: Sequence = ()) -> Extracted:
     """The document's text; pages without a text layer are read by OCR in the workspace's
-    language, and the progress counts them as they are read."""
+    language, and the progress counts them as they are read (and keeps the claims of the
+    `waiting` documents alive: OCR can take minutes)."""
     ocr = None
     if settings.OCR_ENABLED:
         ocr = OcrOptions(
@@ -365,7 +466,7 @@ def _extract(document: Document, options) -> Extracted:
         max_unzipped_bytes=settings.INGEST_MAX_UNZIPPED_BYTES,
         max_sheet_cells=options.max_sheet_cells,
         ocr=ocr,
-        on_ocr_page=lambda done, total: _progress(document, done, total, unit="pages"),
+        on_ocr_page=lambda done, total: (_progress(document, done, total, unit="pages"), _heartbeat(waiting)),
         parser_processes=settings.PARSER_PROCESSES,
     )
 

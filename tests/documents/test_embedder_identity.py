@@ -32,6 +32,7 @@ def test_the_identity_names_the_weights_and_their_precision(tmp_path):
 
 
 def test_a_document_records_its_embedder_and_a_change_of_backend_asks_for_a_reindex(personas, settings):
+    settings.EMBEDDING_BACKEND = "torch"  # indexed in fp32, then the server moves to int8
     document = ingested(personas.workspace_a, "otters.txt", "Otters hold hands while they sleep.")
     assert document.status == DocumentStatus.READY
     assert document.indexed_embedder == product_embedder().identity
@@ -41,6 +42,7 @@ def test_a_document_records_its_embedder_and_a_change_of_backend_asks_for_a_rein
 
 
 def test_documents_indexed_before_the_embedder_was_recorded_hold_fp32_vectors(personas, settings):
+    settings.EMBEDDING_BACKEND = "torch"  # indexed in fp32, then the server moves to int8
     document = ingested(personas.workspace_a, "otters.txt", "Otters hold hands while they sleep.")
     Document.objects.filter(pk=document.pk).update(indexed_embedder="")
     assert not documents_reindex_pending(workspace=personas.workspace_a)
@@ -51,6 +53,7 @@ def test_documents_indexed_before_the_embedder_was_recorded_hold_fp32_vectors(pe
 
 
 def test_reembed_says_what_holds_another_embedders_vectors_and_queues_it(personas, settings):
+    settings.EMBEDDING_BACKEND = "torch"  # indexed in fp32, then the server moves to int8
     kept = ingested(personas.workspace_a, "otters.txt", "Otters hold hands while they sleep.")
     other = ingested(personas.workspace_b, "beavers.txt", "Beavers build dams from branches and mud.")
     out = StringIO()
@@ -74,6 +77,7 @@ def test_reembed_says_what_holds_another_embedders_vectors_and_queues_it(persona
 
 
 def test_the_settings_page_asks_for_the_reindex_and_says_why(personas, settings):
+    settings.EMBEDDING_BACKEND = "torch"  # indexed in fp32, then the server moves to int8
     ingested(personas.workspace_a, "otters.txt", "Otters hold hands while they sleep.")
     url = reverse("workspace_settings", args=[personas.workspace_a.slug])
     client = personas.client("admin")

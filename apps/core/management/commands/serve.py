@@ -37,6 +37,7 @@ class Command(BaseCommand):
         call_command("collectstatic", interactive=False, verbosity=0)
         if not no_demo:
             call_command("seed_demo")
+        call_command("prepare_embedder")
         # Before the first child starts: a Ctrl-C from here on stops every child it started.
         stop = _StopFlag()
         children: list[subprocess.Popen] = []

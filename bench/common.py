@@ -23,7 +23,7 @@ from django.core.management.base import CommandError
 from apps.core.errors import ApplicationError
 from apps.core.worker import celery_worker_command
 from apps.documents.models import Document, DocumentStatus
-from apps.documents.services import document_create, document_ingest
+from apps.documents.services import document_create, documents_ingest_many
 from apps.documents.tasks import warm_up
 from apps.workspaces.models import Workspace
 from apps.workspaces.services import workspace_create, workspace_delete
@@ -147,31 +147,44 @@ def document_text(record: dict) -> str:
 
 
 def ingest_records(workspace: Workspace, records: list[dict], *, progress_every: int = 250) -> dict[str, list[str]]:
-    """Every corpus record (title + text) through the product's document_create + document_ingest,
-    in this process; document id → the corpus ids it holds (identical texts share a document)."""
+    """Every corpus record (title + text) as a file through the product's document_create, all of
+    them ingested as one upload batch is (documents_ingest_many: one embedding stream), in this
+    process; document id → the corpus ids it holds (identical texts share a document)."""
     corpus_ids_of: dict[str, list[str]] = defaultdict(list)
-    started, chunks, problems = time.perf_counter(), 0, 0
-    for done, record in enumerate(records, start=1):
-        corpus_id = record_id(record)
-        try:
-            document, created = document_create(
-                workspace=workspace, actor=None, filename=f"{corpus_id}.txt", data=document_text(record).encode("utf-8"), enqueue=False
-            )
-        except ApplicationError as exc:
-            problems += 1
-            progress(f"warning: corpus id {corpus_id} refused: {exc.message}")
-            continue
-        corpus_ids_of[str(document.pk)].append(corpus_id)
-        if created:
-            ingested = document_ingest(workspace=workspace, document_id=document.pk)
-            if ingested is None or ingested.status != DocumentStatus.READY:
-                problems += 1
-                progress(f"warning: corpus id {corpus_id} did not ingest: {getattr(ingested, 'error', 'not claimable')}")
-            else:
-                chunks += ingested.chunk_count
-        if done % progress_every == 0 or done == len(records):
+    started, counts = time.perf_counter(), {"settled": 0, "chunks": 0, "problems": 0}
+    batch = uuid.uuid4()
+
+    def created():
+        for record in records:
+            corpus_id = record_id(record)
+            try:
+                document, new = document_create(
+                    workspace=workspace,
+                    actor=None,
+                    filename=f"{corpus_id}.txt",
+                    data=document_text(record).encode("utf-8"),
+                    enqueue=False,
+                    batch=batch,
+                )
+            except ApplicationError as exc:
+                counts["problems"] += 1
+                progress(f"warning: corpus id {corpus_id} refused: {exc.message}")
+                continue
+            corpus_ids_of[str(document.pk)].append(corpus_id)
+            if new:
+                yield document.pk
+
+    def settled(document) -> None:
+        counts["settled"] += 1
+        if document.status != DocumentStatus.READY:
+            counts["problems"] += 1
+            progress(f"warning: {document.filename} did not ingest: {document.error}")
+        counts["chunks"] += document.chunk_count
+        if counts["settled"] % progress_every == 0:
             elapsed = time.perf_counter() - started
-            progress(f"ingest {done}/{len(records)} docs, {chunks} chunks, {done / elapsed:.1f} docs/s, {elapsed:.0f} s")
-    if problems:
-        progress(f"warning: {problems} corpus record(s) are not searchable")
+            progress(f"ingest {counts['settled']}/{len(records)} docs, {counts['chunks']} chunks, {elapsed:.0f} s")
+
+    documents_ingest_many(workspace=workspace, document_ids=created(), on_settled=settled)
+    if counts["problems"]:
+        progress(f"warning: {counts['problems']} corpus record(s) are not searchable")
     return dict(corpus_ids_of)

@@ -36,6 +36,7 @@ workspace_api = [
     path("documents/<uuid:document_id>/", documents_api.DocumentDetailAPI.as_view(), name="api_document"),
     path("documents/<uuid:document_id>/reindex/", documents_api.DocumentReindexAPI.as_view(), name="api_document_reindex"),
     path("documents/reindex/", documents_api.WorkspaceReindexAPI.as_view(), name="api_documents_reindex"),
+    path("documents/batches/<uuid:batch_id>/", documents_api.UploadBatchAPI.as_view(), name="api_upload_batch"),
     path("sources/", sources_api.SourceListCreateAPI.as_view(), name="api_sources"),
     path("sources/<uuid:source_id>/", sources_api.SourceDetailAPI.as_view(), name="api_source"),
     path("sources/<uuid:source_id>/check/", sources_api.SourceCheckAPI.as_view(), name="api_source_check"),

@@ -9,7 +9,7 @@ from django.db import transaction
 log = logging.getLogger(__name__)
 
 
-def send_on_commit(task, *args: str) -> None:
+def send_on_commit(task, *args: str | list[str]) -> None:
     """Queue `task(*args)` once the transaction commits. When the broker is down the row stays
     `queued` and a reaper sends it again later: the caller's answer (and its data) stand."""
 

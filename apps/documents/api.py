@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
@@ -10,7 +11,7 @@ from apps.core.api import ErrorSerializer, error_responses
 from apps.core.errors import ApplicationError
 from apps.documents import services
 from apps.documents.models import Document, DocumentKind
-from apps.documents.selectors import access_document, document_list
+from apps.documents.selectors import access_document, document_list, upload_batch_progress
 from apps.workspaces import idempotency
 from apps.workspaces.api_base import WorkspaceAPIView
 from apps.workspaces.idempotency import idempotent
@@ -41,6 +42,7 @@ class DocumentSerializer(serializers.ModelSerializer):
             "chunk_count",
             "progress_done",
             "progress_total",
+            "batch",
             "created_at",
         ]
         read_only_fields = fields
@@ -65,7 +67,25 @@ class UploadResultSerializer(serializers.Serializer):
 
 
 class UploadResponseSerializer(serializers.Serializer):
+    batch = serializers.UUIDField(
+        allow_null=True,
+        required=False,
+        help_text="the files added are ingested together as this batch: GET documents/batches/{batch}/ for its progress; "
+        "null when nothing was added",
+    )
     results = UploadResultSerializer(many=True, help_text="one per file, in the order sent")
+
+
+class BatchProgressSerializer(serializers.Serializer):
+    batch = serializers.UUIDField()
+    files = serializers.IntegerField(help_text="files added with this upload")
+    ready = serializers.IntegerField(help_text="files indexed and searchable")
+    failed = serializers.IntegerField(help_text="files that failed (each document says why)")
+    running = serializers.BooleanField(help_text="true while some file is queued or being indexed")
+    chunks_done = serializers.IntegerField(help_text="chunks indexed so far, across the batch")
+    started_at = serializers.DateTimeField()
+    seconds_elapsed = serializers.FloatField()
+    seconds_left = serializers.FloatField(allow_null=True, help_text="at the pace so far (by bytes settled); null until a file settles")
 
 
 class QueuedSerializer(serializers.Serializer):
@@ -113,15 +133,29 @@ class DocumentListCreateAPI(WorkspaceAPIView):
             raise ApplicationError("Send one or more files as multipart form field “files”.", field="files")
         if len(files) > settings.UPLOAD_MAX_FILES:
             raise ApplicationError(f"Upload at most {settings.UPLOAD_MAX_FILES} files at once.", field="files")
-        results = [self._create_one(request, upload) for upload in files]
-        return Response({"results": results}, status=_upload_status(results))
+        batch, outcomes = services.documents_upload(workspace=request.workspace, actor=request.membership, uploads=files)
+        results = [_result(outcome) for outcome in outcomes]
+        return Response({"batch": batch, "results": results}, status=_upload_status(results))
 
-    def _create_one(self, request, upload) -> dict:
-        try:
-            document, created = services.document_create_from_upload(workspace=request.workspace, actor=request.membership, upload=upload)
-        except ApplicationError as exc:
-            return {"filename": upload.name, "error": {"code": exc.code, "message": exc.message}}
-        return {"filename": upload.name, "created": created, "document": DocumentSerializer(document).data}
+
+def _result(outcome: services.Uploaded) -> dict:
+    if outcome.error is not None:
+        return {"filename": outcome.name, "error": {"code": outcome.error.code, "message": outcome.error.message}}
+    return {"filename": outcome.name, "created": outcome.created, "document": DocumentSerializer(outcome.document).data}
+
+
+class UploadBatchAPI(WorkspaceAPIView):
+    serializer_class = BatchProgressSerializer
+
+    @extend_schema(
+        responses={200: BatchProgressSerializer} | error_responses(404),
+        description="The progress of files uploaded together: files done, chunks indexed, time left.",
+    )
+    def get(self, request, workspace_id, batch_id):
+        found = upload_batch_progress(workspace=request.workspace, batch=batch_id)
+        if not found:
+            raise Http404("No such upload batch.")
+        return Response(BatchProgressSerializer(found[0]).data)
 
 
 def _upload_status(results: list[dict]) -> int:

@@ -70,6 +70,9 @@ class Document(TenantModel):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    # The upload it came in with (files sent together share it, and are ingested as one stream);
+    # the Documents page and the API show one progress for each. Empty for files added alone.
+    batch = models.UUIDField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -77,7 +80,10 @@ class Document(TenantModel):
         constraints = [
             models.UniqueConstraint(fields=["workspace", "sha256"], name="document_unique_content_per_workspace"),
         ]
-        indexes = [models.Index(fields=["workspace", "status"], name="document_ws_status")]
+        indexes = [
+            models.Index(fields=["workspace", "status"], name="document_ws_status"),
+            models.Index(fields=["workspace", "batch"], name="document_ws_batch", condition=models.Q(batch__isnull=False)),
+        ]
 
     def __str__(self) -> str:
         return self.title

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
-from dataclasses import replace
+import uuid
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 from django.db import connection, transaction
-from django.db.models import F, Func, JSONField, Q, QuerySet
+from django.db.models import Case, Count, F, Func, JSONField, Min, Q, QuerySet, Sum, Value, When
+from django.utils import timezone
 
 from apps.documents.models import Chunk, Document, DocumentKind, DocumentStatus, UnitVectors
 from apps.documents.sql import hybrid_search
@@ -19,6 +22,84 @@ from apps.workspaces.tenancy import access
 
 def document_list(*, workspace: Workspace) -> QuerySet[Document]:
     return Document.objects.filter(workspace=workspace).select_related("uploaded_by").defer("text", "locations")
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """One upload of several files, as it is ingested: files settled (ready or failed), chunks
+    indexed so far, and the time left at the pace so far (by the bytes settled; None until a
+    file has settled)."""
+
+    batch: uuid.UUID
+    files: int
+    ready: int
+    failed: int
+    chunks_done: int
+    started_at: datetime
+    seconds_elapsed: float
+    seconds_left: float | None
+
+    @property
+    def settled(self) -> int:
+        return self.ready + self.failed
+
+    @property
+    def running(self) -> bool:
+        return self.settled < self.files
+
+    @property
+    def time_left(self) -> str:
+        """ "about 40 s left", "about 3 min left"; empty until a file has settled."""
+        if self.seconds_left is None:
+            return ""
+        seconds = round(self.seconds_left)
+        return f"about {seconds} s left" if seconds < 90 else f"about {round(seconds / 60)} min left"
+
+
+_SETTLED = [DocumentStatus.READY, DocumentStatus.FAILED]
+
+
+def upload_batch_progress(*, workspace: Workspace, batch=None, now=None) -> list[BatchProgress]:
+    """The progress of one upload batch of the workspace (`batch`; an empty list when it has no
+    documents here), or of every batch still being ingested, oldest first; one query."""
+    now = now or timezone.now()
+    documents = Document.objects.filter(workspace=workspace, batch__isnull=False)
+    if batch is not None:
+        documents = documents.filter(batch=batch)
+    else:
+        running = Document.objects.filter(workspace=workspace, batch__isnull=False).exclude(status__in=_SETTLED)
+        documents = documents.filter(batch__in=running.values("batch"))
+    rows = (
+        documents.values("batch")
+        .annotate(
+            files=Count("pk"),
+            ready=Count("pk", filter=Q(status=DocumentStatus.READY)),
+            failed=Count("pk", filter=Q(status=DocumentStatus.FAILED)),
+            chunks_done=Sum(
+                Case(
+                    When(status=DocumentStatus.READY, then=F("chunk_count")),
+                    When(status=DocumentStatus.PROCESSING, progress_unit="chunks", then=F("progress_done")),
+                    default=Value(0),
+                )
+            ),
+            size=Sum("size_bytes"),
+            size_settled=Sum("size_bytes", filter=Q(status__in=_SETTLED), default=0),
+            started_at=Min("created_at"),
+        )
+        .order_by("started_at")
+    )
+    found = []
+    for row in rows:
+        elapsed = max(0.0, (now - row["started_at"]).total_seconds())
+        left = None
+        if row["size_settled"]:
+            left = elapsed * (row["size"] - row["size_settled"]) / row["size_settled"]
+        found.append(
+            BatchProgress(
+                row["batch"], row["files"], row["ready"], row["failed"], row["chunks_done"] or 0, row["started_at"], elapsed, left
+            )
+        )
+    return found
 
 
 def access_document(workspace: Workspace, document_id) -> Document:

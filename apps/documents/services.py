@@ -4,7 +4,8 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+import uuid
+from collections.abc import Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -43,18 +44,52 @@ from apps.workspaces.tenancy import access, require
 log = logging.getLogger(__name__)
 
 
-def document_create_from_upload(*, workspace: Workspace, actor, upload) -> tuple[Document, bool]:
+def document_create_from_upload(*, workspace: Workspace, actor, upload, enqueue: bool = True, batch=None) -> tuple[Document, bool]:
     """An uploaded file, checked against the size limit before it is read into memory."""
     if upload.size > settings.UPLOAD_MAX_BYTES:
         raise _too_large(safe_filename(upload.name))
-    return document_create(workspace=workspace, actor=actor, filename=upload.name, data=upload.read())
+    return document_create(workspace=workspace, actor=actor, filename=upload.name, data=upload.read(), enqueue=enqueue, batch=batch)
+
+
+@dataclass(frozen=True)
+class Uploaded:
+    """One file of a multi-file upload: its document (and whether it is new) or why it was refused."""
+
+    name: str
+    document: Document | None = None
+    created: bool = False
+    error: ApplicationError | None = None
+
+
+def documents_upload(*, workspace: Workspace, actor, uploads: Sequence) -> tuple[uuid.UUID | None, list[Uploaded]]:
+    """Files sent together (the Documents page, the API). Each stands alone: one refused is
+    reported and the others still go in. Those added share one batch id and are ingested by one
+    task as one embedding stream (documents_ingest_many), each searchable as soon as its own
+    chunks are written; the batch's progress is one figure on the page and in the API
+    (selectors.upload_batch_progress). Returns the batch id (None when nothing was added) and one
+    outcome per file, in order."""
+    require(actor, "contribute", workspace=workspace)
+    batch = uuid.uuid4()
+    outcomes: list[Uploaded] = []
+    for upload in uploads:
+        try:
+            document, created = document_create_from_upload(workspace=workspace, actor=actor, upload=upload, enqueue=False, batch=batch)
+        except ApplicationError as exc:
+            outcomes.append(Uploaded(upload.name, error=exc))
+            continue
+        outcomes.append(Uploaded(upload.name, document, created))
+    added = [o.document.pk for o in outcomes if o.created]
+    if added:
+        _enqueue_ingest_batch(workspace.pk, added)
+    return (batch if added else None), outcomes
 
 
 def document_create(
-    *, workspace: Workspace, actor, filename: str, data: bytes, enqueue: bool = True, title: str = ""
+    *, workspace: Workspace, actor, filename: str, data: bytes, enqueue: bool = True, title: str = "", batch=None
 ) -> tuple[Document, bool]:
     """Store an upload and queue its ingestion; the same content again returns the existing document.
-    `title`: what citations name it by (an imported article's title); the file's name by default."""
+    `title`: what citations name it by (an imported article's title); the file's name by default.
+    `batch`: the id of the upload it came in with (documents_upload)."""
     require(actor, "contribute", workspace=workspace)
     filename = safe_filename(filename)
     try:
@@ -83,6 +118,7 @@ def document_create(
                 size_bytes=len(data),
                 sha256=digest,
                 uploaded_by=actor.user if actor is not None else None,
+                batch=batch,
             )
             document.file.save(filename, ContentFile(data), save=False)
             stored = document.file.name
@@ -140,7 +176,7 @@ def document_ingest(*, workspace: Workspace, document_id) -> Document | None:
     return settled[0] if settled else None
 
 
-def documents_ingest_many(*, workspace: Workspace, document_ids: Sequence, on_settled=None) -> list[Document]:
+def documents_ingest_many(*, workspace: Workspace, document_ids: Iterable, on_settled=None) -> list[Document]:
     """Ingest documents of one workspace as one embedding stream (issue 44). Each is claimed,
     extracted and cut in turn; their texts are embedded together, a window of about
     INGEST_STREAM_TEXTS distinct texts at a time, so small documents fill whole batches of texts of
@@ -554,6 +590,31 @@ def _enqueue_ingest_id(workspace_id, document_id) -> None:
     from apps.documents.tasks import ingest_document
 
     send_on_commit(ingest_document, str(workspace_id), str(document_id))
+
+
+def documents_enqueue_batch(*, workspace: Workspace, document_ids: Sequence) -> None:
+    """Queue documents already stored (queued, not yet sent) for the worker as one batch."""
+    _enqueue_ingest_batch(workspace.pk, document_ids)
+
+
+def _enqueue_ingest_batch(workspace_id, document_ids: Sequence) -> None:
+    from apps.documents.tasks import ingest_documents
+
+    send_on_commit(ingest_documents, str(workspace_id), [str(pk) for pk in document_ids])
+
+
+def documents_ingest_interrupted(*, workspace: Workspace, document_ids: Sequence, message: str) -> int:
+    """After a batch ingestion stopped on an error: the documents it held fail with `message`, and
+    those it had not reached yet are queued again as a batch of their own. Returns how many."""
+    Document.objects.filter(workspace=workspace, pk__in=document_ids, status=DocumentStatus.PROCESSING).update(
+        status=DocumentStatus.FAILED, error=message, updated_at=timezone.now()
+    )
+    waiting = list(
+        Document.objects.filter(workspace=workspace, pk__in=document_ids, status=DocumentStatus.QUEUED).values_list("pk", flat=True)
+    )
+    if waiting:
+        _enqueue_ingest_batch(workspace.pk, waiting)
+    return len(waiting)
 
 
 def _read(document: Document) -> bytes:

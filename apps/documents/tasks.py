@@ -24,6 +24,22 @@ def ingest_document(workspace_id: str, document_id: str) -> str:
     return "skipped" if document is None else document.status
 
 
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def ingest_documents(workspace_id: str, document_ids: list[str]) -> str:
+    """Files uploaded together, ingested as one embedding stream (documents_ingest_many)."""
+    workspace = Workspace.objects.filter(pk=workspace_id).first()
+    if workspace is None:
+        return "workspace gone"
+    try:
+        settled = services.documents_ingest_many(workspace=workspace, document_ids=document_ids)
+    except Exception as exc:
+        services.documents_ingest_interrupted(
+            workspace=workspace, document_ids=document_ids, message=f"Ingestion failed ({exc.__class__.__name__}): {exc}"
+        )
+        raise
+    return f"{len(settled)} of {len(document_ids)} settled"
+
+
 @shared_task(ignore_result=True)
 def reap_stuck_documents() -> dict[str, int]:
     return services.documents_reap_stuck()

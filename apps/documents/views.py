@@ -4,10 +4,9 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from apps.core.errors import ApplicationError
 from apps.documents import services
 from apps.documents.forms import UploadForm
-from apps.documents.selectors import document_list
+from apps.documents.selectors import document_list, upload_batch_progress
 from apps.workspaces.tenancy import workspace_view
 
 
@@ -20,7 +19,9 @@ def documents(request):
         if not form.errors:
             return redirect("documents", slug=request.workspace.slug)
     docs = list(document_list(workspace=request.workspace))
-    context = {"form": form, "documents": docs, "pending": any(not d.settled for d in docs)}
+    # One progress for each upload of several files still being ingested, above the table.
+    batches = [b for b in upload_batch_progress(workspace=request.workspace) if b.files > 1]
+    context = {"form": form, "documents": docs, "batches": batches, "pending": any(not d.settled for d in docs)}
     template = "documents/list.html#document-table" if request.htmx else "documents/list.html"
     return render(request, template, context, status=_status(form))
 
@@ -50,18 +51,17 @@ def documents_reindex_all(request):
 
 
 def _upload_all(request, form: UploadForm) -> None:
-    """Each file stands alone: one bad file is reported and the others still go in."""
-    for upload in form.cleaned_data["files"]:
-        try:
-            document, created = services.document_create_from_upload(workspace=request.workspace, actor=request.membership, upload=upload)
-        except ApplicationError as exc:
-            form.add_error("files", exc.message)
-            form.too_large = getattr(form, "too_large", False) or exc.status == 413
-            continue
-        if created:
-            messages.success(request, f"“{document.filename}” uploaded; ingestion has started.")
+    """Each file stands alone: one bad file is reported and the others still go in; those added
+    are ingested together (services.documents_upload)."""
+    _, outcomes = services.documents_upload(workspace=request.workspace, actor=request.membership, uploads=form.cleaned_data["files"])
+    for outcome in outcomes:
+        if outcome.error is not None:
+            form.add_error("files", outcome.error.message)
+            form.too_large = getattr(form, "too_large", False) or outcome.error.status == 413
+        elif outcome.created:
+            messages.success(request, f"“{outcome.document.filename}” uploaded; ingestion has started.")
         else:
-            messages.info(request, f"“{upload.name}” is already here as “{document.filename}”; nothing was added.")
+            messages.info(request, f"“{outcome.name}” is already here as “{outcome.document.filename}”; nothing was added.")
 
 
 def _status(form: UploadForm) -> int:

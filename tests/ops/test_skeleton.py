@@ -53,6 +53,17 @@ def test_upload_is_ingested_by_the_worker_into_embedded_searchable_chunks(person
         assert cursor.fetchone()[0] >= 1
 
 
+def test_files_uploaded_together_are_ingested_by_the_worker_as_one_batch(personas, celery_worker):
+    client = personas.client("member")
+    files = [SimpleUploadedFile(name, text.encode()) for name, text in (("a.txt", LIGHTHOUSE), ("b.txt", BAKERY))]
+    assert client.post(reverse("documents", args=["acme"]), {"files": files}).status_code == 302
+    wait_until(lambda: ready(personas.workspace_a, "a.txt") and ready(personas.workspace_a, "b.txt"), what="the batch to be ingested")
+    documents = list(Document.objects.filter(workspace=personas.workspace_a))
+    assert len({d.batch for d in documents}) == 1
+    assert documents[0].batch is not None
+    assert all(d.chunk_count == Chunk.objects.filter(document=d).count() >= 1 for d in documents)
+
+
 def test_question_is_answered_with_located_quotes_and_recorded_in_the_audit_trail(personas, celery_worker):
     client = personas.client("member")
     upload(client, "acme", "skerryvore.txt", LIGHTHOUSE)

@@ -35,6 +35,7 @@ CALLS = {
     "apps.documents.services.document_delete": (Role.MEMBER, lambda w: {"document_id": w.doomed_doc}),
     "apps.documents.services.document_reindex": (Role.MEMBER, lambda w: {"document_id": w.doc}),
     "apps.documents.services.document_replace": (Role.MEMBER, lambda w: {"document_id": w.doc, "data": b"Replaced text."}),
+    "apps.documents.services.documents_upload": (Role.MEMBER, lambda w: {"uploads": [_upload()]}),
     "apps.evals.services.eval_set_create": (
         Role.MEMBER,
         lambda w: {"filename": "s.jsonl", "data": b'{"question": "Q?", "answerable": true}'},

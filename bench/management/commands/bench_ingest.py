@@ -4,12 +4,12 @@ import time
 from pathlib import Path
 
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management.base import BaseCommand, CommandError
 from pypdf import PdfReader
 
-from apps.core.errors import ApplicationError
 from apps.documents.models import Chunk, Document
-from apps.documents.services import document_create
+from apps.documents.services import document_create, documents_upload
 from apps.pipeline.embedding import Embedder, default_model_path
 from apps.pipeline.text import passage_header, unit_reads
 from bench.common import celery_worker, data_path, emit, progress, temporary_workspace, wait_settled
@@ -17,7 +17,7 @@ from bench.scans import scanned_pdf
 
 
 class Command(BaseCommand):
-    help = "Ingest every file under DIR through the upload service and the Celery worker; compare with embedding alone."
+    help = "Ingest every file under DIR through the upload service (as the page uploads them) and the Celery worker; compare with embedding alone."
 
     def add_arguments(self, parser):
         parser.add_argument("--files", type=Path, default=data_path("docs"))
@@ -60,13 +60,24 @@ def _ingest_all(workspace, paths: list[Path], timeout: float) -> tuple[list[dict
     rows: dict[str, dict] = {}
     documents: dict[str, Document] = {}
     started = time.perf_counter()
-    for path in paths:
-        try:
-            document, _ = document_create(workspace=workspace, actor=None, filename=path.name, data=path.read_bytes())
-        except ApplicationError as exc:
-            rows[path.name] = {"name": path.name, "status": "refused", "error": exc.message, "pages": 0, "chunks": 0, "seconds": 0.0}
-            continue
-        documents[path.name] = document
+    # As the Documents page sends them: up to UPLOAD_MAX_FILES files an upload, each upload one
+    # batch that the worker ingests as one embedding stream.
+    for first in range(0, len(paths), settings.UPLOAD_MAX_FILES):
+        sent = paths[first : first + settings.UPLOAD_MAX_FILES]
+        uploads = [SimpleUploadedFile(path.name, path.read_bytes()) for path in sent]
+        _, outcomes = documents_upload(workspace=workspace, actor=None, uploads=uploads)
+        for path, outcome in zip(sent, outcomes, strict=True):
+            if outcome.error is not None:
+                rows[path.name] = {
+                    "name": path.name,
+                    "status": "refused",
+                    "error": outcome.error.message,
+                    "pages": 0,
+                    "chunks": 0,
+                    "seconds": 0.0,
+                }
+            else:
+                documents[path.name] = outcome.document
     wait_settled(workspace, timeout)
     elapsed = time.perf_counter() - started
     for name, document in documents.items():

@@ -37,7 +37,7 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "")
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 32, minimum=1)
 # Where the embedder's forward pass runs: torch, or ONNX Runtime on a graph exported once from the
 # same weights into VAR_DIR/models/ (onnx: fp32; onnx-int8: int8 weights). apps/pipeline/onnx_embedding.py.
-EMBEDDING_BACKEND = env_choice("EMBEDDING_BACKEND", "onnx-int8", ("torch", "onnx", "onnx-int8"))
+EMBEDDING_BACKEND = env_choice("EMBEDDING_BACKEND", "onnx", ("torch", "onnx", "onnx-int8"))
 RERANKER_MODEL = env_str("RERANKER_MODEL", "")
 # The web server (`make run`, `make load`, the Docker image: trustrag_site/gunicorn_conf.py):
 # processes, threads in each, and torch's threads in each process. 0 means the measured plan for

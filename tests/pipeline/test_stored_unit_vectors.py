@@ -80,10 +80,7 @@ def test_without_them_the_units_are_encoded_and_rank_the_same():
     )
     assert len(embedder.encoded) > 1
     assert [s.candidate.chunk_id for s in without.reranked] == [s.candidate.chunk_id for s in with_vectors.reranked]
-    # float16 storage moves a score by up to ~0.001; the int8 graph (the default backend) by up to
-    # ~0.005 more, as its activations are scaled per batch: a text's vector depends a little on the
-    # texts encoded beside it (the stored units were encoded passage by passage, these together).
-    assert np.allclose([s.score for s in without.reranked], [s.score for s in with_vectors.reranked], atol=1e-2)
+    assert np.allclose([s.score for s in without.reranked], [s.score for s in with_vectors.reranked], atol=2e-3), "float16 storage"
 
 
 def test_vectors_stored_under_another_reading_are_not_used():

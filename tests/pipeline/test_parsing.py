@@ -18,6 +18,7 @@ import pytest
 from pypdf import PdfReader, PdfWriter
 
 from apps.pipeline.parsing import SUPPORTED_EXTENSIONS, Extracted, OcrOptions, Page, ParseError, check_supported, extract, sniff_kind
+from apps.pipeline.parsing.furniture import strip_running_lines
 
 
 def _docs_dir() -> Path:
@@ -112,7 +113,7 @@ def test_every_real_pdf_keeps_its_page_count_and_some_text(entry):
 def test_each_pdf_page_span_holds_exactly_that_pages_text(entry):
     extracted = _extracted(entry["file"])
     spans = [extracted.text[page.start : page.end] for page in extracted.pages]
-    assert spans == [_normalised(raw) for raw in _pypdf_pages(entry["file"])]
+    assert spans == strip_running_lines([_normalised(raw) for raw in _pypdf_pages(entry["file"])])
     assert extracted.text == "\n\n".join(spans)
 
 
@@ -430,3 +431,73 @@ def test_sniff_kind_tells_text_from_unknown_binary():
     assert sniff_kind(b"") is None
     assert sniff_kind(b"\x89PNG\r\n\x1a\n" + bytes(10)) is None
     assert sniff_kind(b"\x00\x01\x02\x03") is None
+
+
+# --- page furniture ----------------------------------------------------------------------------
+
+
+def test_running_heads_and_page_numbers_leave_every_page_but_the_first():
+    bodies = ["The pier was rebuilt in May.", "Dredging cost 3 million pounds.", "Tonnage rose by 12 per cent.", "Two cranes were sold."]
+    titles = ["Works", "Finance", "Trade", "Assets"]
+    pages = [
+        f"Harbour Authority Annual Report 2023\n{title}\n{body}\nThe board met {n} times.\nSee the notes.\nPage {n} of 4"
+        for n, (title, body) in enumerate(zip(titles, bodies, strict=True), start=1)
+    ]
+    cleaned = strip_running_lines(pages)
+    assert cleaned[0] == pages[0], "the first page keeps what the others repeat"
+    for n, (page, title, body) in enumerate(zip(cleaned[1:], titles[1:], bodies[1:], strict=True), start=2):
+        assert "Harbour Authority Annual Report" not in page
+        assert f"Page {n} of 4" not in page
+        assert page.startswith(title), "a line that changes with the page is its own"
+        assert body in page
+        assert f"The board met {n} times." in page, "a repeated line inside the page is content"
+
+
+def test_a_short_document_or_a_line_on_few_pages_is_left_alone():
+    words = ["Alpha", "Beta", "Gamma", "Delta", "Epsilon"]
+
+    def body(word: str) -> str:
+        return f"\n{word} one.\n{word} two.\n{word} three.\n{word} four."
+
+    two = ["Memo" + body("Alpha"), "Memo" + body("Beta")]
+    assert strip_running_lines(two) == two
+    heads = ["Results", "Methods", "Results", "Discussion", "Notes"]
+    pages = [head + body(word) for head, word in zip(heads, words, strict=True)]
+    assert strip_running_lines(pages) == pages, "two of five pages is under half"
+    dates = ["01/29/2016", "03/01/2016", "03/08/2016", "08/03/2015"]
+    firms = ["Acme", "Beta", "Gamma", "Delta", "Omega", "Sigma", "Kappa", "Theta"]
+    table = [f"{date}\n{firms[2 * n]} {n}\nfiled\n{firms[2 * n + 1]} {n}\n{date}" for n, date in enumerate(dates)]
+    assert strip_running_lines(table) == table, "figures and dates that open or close pages are data, not furniture"
+    slides = [f"Quarterly review\nRevenue {n}" for n in range(5)]
+    assert strip_running_lines(slides) == slides, "a page of a few lines is all edges: its lines are kept"
+
+
+def test_a_pdf_with_running_heads_is_indexed_without_them(tmp_path):
+    pdf = _pdf_with_pages(
+        [
+            f"Journal of Harbour Studies Vol. 9\nPart {'ABCD'[n - 1]}\nThe harbour handled {n * 100} ships.\nTrade rose.\nCranes: {n}.\n{n}"
+            for n in range(1, 5)
+        ]
+    )
+    extracted = extract("journal.pdf", pdf)
+    assert extracted.text.count("Journal of Harbour Studies") == 1
+    assert "The harbour handled 400 ships." in extracted.text
+    assert "\n4\n" not in extracted.text + "\n", "page numbers counting up with the pages go too"
+    assert [page.number for page in extracted.pages] == [1, 2, 3, 4]
+
+
+def _pdf_with_pages(pages: list[str]) -> bytes:
+    """A PDF whose pages show these texts in Helvetica, a line of the text a line of the page."""
+    from tests.hostile import _pdf, _stream
+
+    count = len(pages)
+    kids = " ".join(f"{3 + 2 * i} 0 R" for i in range(count)).encode()
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % count]
+    font = 3 + 2 * count
+    for i, text in enumerate(pages):
+        shown = b" T* ".join(b"(" + line.encode("latin-1") + b") Tj" for line in text.split("\n"))
+        page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>"
+        objects.append(page % (font, 4 + 2 * i))
+        objects.append(_stream(b"BT /F1 12 Tf 14 TL 72 720 Td " + shown + b" ET"))
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    return _pdf(objects)

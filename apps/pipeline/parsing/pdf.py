@@ -9,6 +9,7 @@ from pypdf.errors import DependencyError
 
 from apps.pipeline.parsing import ocr, offload
 from apps.pipeline.parsing.base import Extracted, Location, ParseError, assemble, normalise
+from apps.pipeline.parsing.furniture import strip_running_lines
 from apps.pipeline.parsing.kinds import is_pdf, mismatch
 
 
@@ -24,6 +25,7 @@ def extract_pdf(filename: str, data: bytes, options: ocr.OcrOptions | None, on_p
     # With OCR off, the pages without text stay empty (a blank page between chapters, say).
     read = ocr.read_pages(filename, data, missing, options, on_page) if missing and options is not None else {}
     texts = [normalise(read[number]) if number in read else text for number, text in enumerate(texts, start=1)]
+    texts = strip_running_lines(texts)
     if not any(text.strip() for text in texts):
         raise ParseError(
             f"“{filename}” has no text layer and OCR found no text on its {len(texts)} page(s): they look blank. "

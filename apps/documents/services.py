@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import PurePath
@@ -181,49 +182,125 @@ def documents_ingest_many(*, workspace: Workspace, document_ids: Iterable, on_se
     extracted and cut in turn; their texts are embedded together, a window of about
     INGEST_STREAM_TEXTS distinct texts at a time, so small documents fill whole batches of texts of
     one length instead of one small batch each; and each window's documents are written, and
-    searchable, as soon as its texts are embedded. A window is also closed once it has waited
-    INGEST_STREAM_WAIT_S, so a document never waits long on the parsing of those after it.
+    searchable, as soon as its texts are embedded. While one window is embedded the next is parsed
+    (parsing takes a core and the database, embedding the rest), and a window goes to the embedder
+    early when the embedder is idle, once it holds a few batches. A window is also closed once it
+    has waited INGEST_STREAM_WAIT_S, so a document never waits long on the parsing of those after
+    it.
 
     A document that is settled or that another worker holds is skipped. `on_settled(document)` is
     called for each document as it becomes ready or failed; the documents settled here are
     returned in that order."""
-    options = settings_get(workspace=workspace)
-    settled: list[Document] = []
-    window: list[_Parsed] = []
-    opened = 0.0
-
-    def close_window() -> None:
-        for document in _embed_and_write(workspace, window):
-            settled.append(document)
-            if on_settled is not None:
-                on_settled(document)
-        window.clear()
-
-    with contextlib.ExitStack() as stream:
+    with contextlib.ExitStack() as claimed, ThreadPoolExecutor(max_workers=1, thread_name_prefix="stream") as embedder:
+        stream = _Stream(workspace, embedder, on_settled)
         for document_id in document_ids:
             if not _claim(workspace, document_id):
                 log.info("document %s is not claimable (settled, or another worker holds it)", document_id)
                 continue
-            if not stream._exit_callbacks:
+            if not claimed._exit_callbacks:
                 # The ingestion counts among those sharing the cores from its first claim on, not
                 # only while it embeds: its parse takes a core too (a parser process), and a
                 # neighbour that read it as idle would run torch on both cores against it.
-                stream.enter_context(INGESTION_STREAMS.claimed())
-            parsed = _parse(workspace, document_id, options, waiting=[p.document.pk for p in window])
-            if isinstance(parsed, Document):  # it failed
-                settled.append(parsed)
-                if on_settled is not None:
-                    on_settled(parsed)
+                claimed.enter_context(INGESTION_STREAMS.claimed())
+            stream.add(_parse(workspace, document_id, stream.options, waiting=stream.waiting()))
+        stream.finish()
+    return stream.settled
+
+
+@dataclass
+class _Embedding:
+    """A window on the embedder: its future (the vectors) and how many of its texts are done,
+    counted by the embedding thread and written as progress by the stream's."""
+
+    window: list
+    future: Future
+    done: list[int]  # one counter, shared with the embedding thread
+    total: int
+
+
+class _Stream:
+    """The state of documents_ingest_many. Everything that touches the database runs on the
+    calling thread; the embedding thread only computes."""
+
+    def __init__(self, workspace: Workspace, embedder: ThreadPoolExecutor, on_settled):
+        self.workspace, self.embedder, self.on_settled = workspace, embedder, on_settled
+        self.options = settings_get(workspace=workspace)
+        self.settled: list[Document] = []
+        self.window: list[_Parsed] = []
+        self.opened = 0.0
+        self.running: _Embedding | None = None
+        self.reported = 0.0
+
+    def waiting(self) -> list:
+        """The documents claimed and not yet written (their claims are kept alive)."""
+        running = self.running.window if self.running is not None else []
+        return [p.document.pk for p in [*running, *self.window]]
+
+    def add(self, parsed: _Parsed | Document) -> None:
+        if isinstance(parsed, Document):  # it failed
+            self._settle([parsed])
+            return
+        if not self.window:
+            self.opened = time.monotonic()
+        self.window.append(parsed)
+        texts = sum(p.texts for p in self.window)
+        idle = self.running is None or self.running.future.done()
+        if (
+            texts >= settings.INGEST_STREAM_TEXTS
+            or time.monotonic() - self.opened >= settings.INGEST_STREAM_WAIT_S
+            or (idle and texts >= STREAM_START_BATCHES * settings.EMBEDDING_BATCH_SIZE)
+        ):
+            self._close()
+        elif self.running is not None:
+            self._report(self.running)
+
+    def finish(self) -> None:
+        if self.window:
+            self._close()
+        if self.running is not None:
+            self._land()
+
+    def _close(self) -> None:
+        """The window to the embedder, once the one before it is written."""
+        if self.running is not None:
+            self._land()
+        window, self.window = self.window, []
+        total = len({text for parsed in window for group in parsed.groups for text in group})
+        done = [0]
+        self.running = _Embedding(window, self.embedder.submit(_embed_with_progress, window, done), done, total)
+
+    def _land(self) -> None:
+        """Wait for the running window, writing its progress meanwhile, then write it."""
+        running, self.running = self.running, None
+        ids = [p.document.pk for p in running.window]
+        while True:
+            try:
+                embedded = running.future.result(timeout=PROGRESS_EVERY_S)
+            except FutureTimeout:
+                self._report(running)
                 continue
-            if not window:
-                opened = time.monotonic()
-            window.append(parsed)
-            waited = time.monotonic() - opened
-            if sum(p.texts for p in window) >= settings.INGEST_STREAM_TEXTS or waited >= settings.INGEST_STREAM_WAIT_S:
-                close_window()
-        if window:
-            close_window()
-    return settled
+            except OverBudget as exc:
+                self._settle([_mark_failed(parsed.document, str(exc)) for parsed in running.window])
+                return
+            break
+        _progress_share(ids, running.total, running.total)
+        self._settle(_write_window(self.workspace, running.window, embedded))
+
+    def _report(self, running: _Embedding) -> None:
+        if time.monotonic() - self.reported >= PROGRESS_EVERY_S and running.total:
+            _progress_share([p.document.pk for p in running.window], running.done[0], running.total)
+            self.reported = time.monotonic()
+
+    def _settle(self, documents: list[Document]) -> None:
+        for document in documents:
+            self.settled.append(document)
+            if self.on_settled is not None:
+                self.on_settled(document)
+
+
+# A window goes to an idle embedder once it holds this many batches of texts: fewer would run
+# batches of mixed lengths and write the database more often than they save.
+STREAM_START_BATCHES = 4
 
 
 @dataclass
@@ -262,12 +339,8 @@ def _parse(workspace: Workspace, document_id, options, *, waiting: Sequence = ()
     return _Parsed(document, extracted, drafts, groups, (options.chunk_size, options.chunk_overlap))
 
 
-def _embed_and_write(workspace: Workspace, window: Sequence[_Parsed]) -> list[Document]:
-    """Embed a window's texts in one stream and write its documents in one transaction."""
-    try:
-        embedded = _embed_with_progress(window)
-    except OverBudget as exc:
-        return [_mark_failed(parsed.document, str(exc)) for parsed in window]
+def _write_window(workspace: Workspace, window: Sequence[_Parsed], embedded: list[list]) -> list[Document]:
+    """A window's documents, with their vectors, written in one transaction: ready."""
     now = timezone.now()
     with transaction.atomic():  # the locations change with the chunks that cite them, never before
         for parsed in window:
@@ -376,7 +449,7 @@ def _claim(workspace: Workspace, document_id) -> bool:
     )
 
 
-def _embed_with_progress(window: Sequence[_Parsed]) -> list[list]:
+def _embed_with_progress(window: Sequence[_Parsed], done: list[int]) -> list[list]:
     """Each group's texts embedded (a chunk and its units), for every document of the window, in
     batches of texts of about one length (Embedder.batches): a batch is padded to its longest
     text, so a sentence batched with its chunk would cost the chunk's length (bench_ingest: 0.40
@@ -386,8 +459,9 @@ def _embed_with_progress(window: Sequence[_Parsed]) -> list[list]:
     11.61 s mean against 11.75 s shortest first, faster in all six). A text met twice in the
     window (a sentence in the overlap of two chunks, a repeated heading or paragraph: 144 of the
     shared docs' 1,168) is embedded once (ten alternated bench_ingest pairs: 9.63 s mean against
-    9.84 s, faster in seven). Each document's progress counts the window's share of distinct texts
-    done, in its own chunks. The batches run in lanes of their own, as many side by side as this
+    9.84 s, faster in seven). `done[0]` counts the distinct texts embedded (the stream writes it
+    as each document's progress, in its own chunks). It runs on the stream's embedding thread and
+    touches no database. The batches run in lanes of their own, as many side by side as this
     ingestion's share of the cores (apps.core.serving.ingestion_lanes), counted again as each
     batch ends and as other ingestions start or end; the lanes' threads end with the ingestion,
     so no thread keeps their torch setting. Returns, per document, its groups' vectors."""
@@ -407,7 +481,6 @@ def _embed_with_progress(window: Sequence[_Parsed]) -> list[list]:
 
     pending = iter(reversed(embedder.batches(texts, settings.EMBEDDING_BATCH_SIZE)))
     running: set[Future] = set()
-    done, reported = 0, time.monotonic()
     with ThreadPoolExecutor(max_workers=cores(), thread_name_prefix="embed") as lanes:
         while True:
             change = INGESTION_STREAMS.changed()
@@ -421,10 +494,7 @@ def _embed_with_progress(window: Sequence[_Parsed]) -> list[list]:
             finished.discard(change)
             running -= finished
             if finished:
-                done += sum(future.result() for future in finished)
-                if done == len(texts) or time.monotonic() - reported >= PROGRESS_EVERY_S:
-                    _progress_share([p.document.pk for p in window], done, len(texts))
-                    reported = time.monotonic()
+                done[0] += sum(future.result() for future in finished)
                 _check_memory(label)
     return [[vectors[[position[text] for text in group]] for group in parsed.groups] for parsed in window]
 

@@ -29,28 +29,33 @@ def stored(workspace, texts=TEXTS, batch=None) -> list[Document]:
     ]
 
 
-def watch_windows(monkeypatch) -> list[list[str]]:
-    """The filenames of each window embedded, and what every document's status was as it began."""
-    real, windows = services._embed_with_progress, []
+def watch_windows(monkeypatch) -> list[tuple[str, list[str]]]:
+    """("embed", filenames) as each window goes to the embedder (on the stream's embedding thread)
+    and ("written", filenames) as each is written (on the calling thread), in the order they came."""
+    real_embed, real_write, events = services._embed_with_progress, services._write_window, []
 
-    def watched(window):
-        windows.append([parsed.document.filename for parsed in window])
-        windows.append(dict(Document.objects.values_list("filename", "status")))
-        return real(window)
+    def embedding(window, done):
+        events.append(("embed", [parsed.document.filename for parsed in window]))
+        return real_embed(window, done)
 
-    monkeypatch.setattr(services, "_embed_with_progress", watched)
-    return windows
+    def writing(workspace, window, embedded):
+        written = real_write(workspace, window, embedded)
+        events.append(("written", [document.filename for document in written]))
+        return written
+
+    monkeypatch.setattr(services, "_embed_with_progress", embedding)
+    monkeypatch.setattr(services, "_write_window", writing)
+    return events
 
 
 def test_small_documents_are_embedded_as_one_stream_and_all_become_searchable(personas, monkeypatch):
     documents = stored(personas.workspace_a)
-    windows = watch_windows(monkeypatch)
+    events = watch_windows(monkeypatch)
     settled_in_turn: list[str] = []
     settled = services.documents_ingest_many(
         workspace=personas.workspace_a, document_ids=[d.pk for d in documents], on_settled=lambda d: settled_in_turn.append(d.filename)
     )
-    assert windows[0] == list(TEXTS), "the three documents' texts were embedded together, in one window"
-    assert len(windows) == 2
+    assert events == [("embed", list(TEXTS)), ("written", list(TEXTS))], "the three documents' texts were embedded together"
     assert [d.filename for d in settled] == settled_in_turn == list(TEXTS)
     for document in Document.objects.filter(workspace=personas.workspace_a):
         assert document.status == DocumentStatus.READY
@@ -58,16 +63,39 @@ def test_small_documents_are_embedded_as_one_stream_and_all_become_searchable(pe
         assert (document.progress_done, document.progress_total) == (document.chunk_count, document.chunk_count)
 
 
-def test_each_window_is_searchable_before_the_next_is_embedded(personas, monkeypatch, settings):
+def test_each_window_is_written_before_the_next_is_embedded_and_parsed_while_one_embeds(personas, monkeypatch, settings):
     settings.INGEST_STREAM_TEXTS = 1  # every document closes its window
     documents = stored(personas.workspace_a)
-    windows = watch_windows(monkeypatch)
+    events = watch_windows(monkeypatch)
+    parsed_while_embedding = []
+    real_parse = services._parse
+
+    def parse(workspace, document_id, options, *, waiting=()):
+        parsed_while_embedding.append(len(waiting))
+        return real_parse(workspace, document_id, options, waiting=waiting)
+
+    monkeypatch.setattr(services, "_parse", parse)
     services.documents_ingest_many(workspace=personas.workspace_a, document_ids=[d.pk for d in documents])
-    names, statuses = windows[0::2], windows[1::2]
-    assert names == [[name] for name in TEXTS]
-    assert statuses[1]["otters.txt"] == DocumentStatus.READY, "the first document was written before the second was embedded"
-    assert statuses[1]["puffins.txt"] == DocumentStatus.QUEUED, "a document is claimed only when the stream reaches it"
-    assert statuses[2]["beavers.txt"] == DocumentStatus.READY
+    names = list(TEXTS)
+    assert events == [
+        ("embed", names[:1]),
+        ("written", names[:1]),
+        ("embed", names[1:2]),
+        ("written", names[1:2]),
+        ("embed", names[2:]),
+        ("written", names[2:]),
+    ]
+    assert parsed_while_embedding == [0, 1, 1], "each document after the first is parsed while the one before it may embed"
+    assert Document.objects.filter(workspace=personas.workspace_a, status=DocumentStatus.READY).count() == 3
+
+
+def test_a_window_goes_to_an_idle_embedder_once_it_holds_a_few_batches(personas, monkeypatch, settings):
+    settings.EMBEDDING_BATCH_SIZE = 1  # four texts are a few batches; each document here is a chunk and two sentences
+    documents = stored(personas.workspace_a)
+    events = watch_windows(monkeypatch)
+    services.documents_ingest_many(workspace=personas.workspace_a, document_ids=[d.pk for d in documents])
+    embedded = [names for kind, names in events if kind == "embed"]
+    assert embedded == [["otters.txt", "beavers.txt"], ["puffins.txt"]], "the first two did not wait for the third"
 
 
 def test_a_bad_file_fails_alone_and_a_settled_one_is_skipped(personas):
@@ -169,10 +197,10 @@ def test_the_api_names_the_batch_and_reports_its_progress(personas, monkeypatch)
 def test_manage_ingest_streams_a_folder_with_one_progress_bar(personas, tmp_path, monkeypatch):
     for name, text in TEXTS.items():
         (tmp_path / name).write_text(text)
-    windows = watch_windows(monkeypatch)
+    events = watch_windows(monkeypatch)
     out, err = StringIO(), StringIO()
     call_command("ingest", "--workspace", "acme", str(tmp_path), stdout=out, stderr=err)
-    assert sorted(windows[0]) == sorted(TEXTS), "one window for the folder"
+    assert [(kind, sorted(names)) for kind, names in events] == [("embed", sorted(TEXTS)), ("written", sorted(TEXTS))], "one window"
     assert "3 file(s)" in out.getvalue()
     assert "chunk(s) indexed in" in out.getvalue()
     assert "3/3" in err.getvalue()

@@ -115,9 +115,9 @@ def test_a_text_met_twice_in_a_document_is_embedded_once_and_stored_for_each(per
         embedded.extend(texts)
         return real_embed(texts)
 
-    def plan(window):
+    def plan(window, done):
         planned.extend(group for parsed in window for group in parsed.groups)
-        return real_plan(window)
+        return real_plan(window, done)
 
     monkeypatch.setattr(embedder, "embed", watched)
     monkeypatch.setattr(services, "_embed_with_progress", plan)

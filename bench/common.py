@@ -185,6 +185,8 @@ def ingest_records(workspace: Workspace, records: list[dict], *, progress_every:
             progress(f"ingest {counts['settled']}/{len(records)} docs, {counts['chunks']} chunks, {elapsed:.0f} s")
 
     documents_ingest_many(workspace=workspace, document_ids=created(), on_settled=settled)
+    elapsed = time.perf_counter() - started
+    progress(f"ingest {len(records)}/{len(records)} docs, {counts['chunks']} chunks, {elapsed:.0f} s")
     if counts["problems"]:
         progress(f"warning: {counts['problems']} corpus record(s) are not searchable")
     return dict(corpus_ids_of)

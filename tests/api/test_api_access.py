@@ -4,6 +4,7 @@ key and no credentials at all. The table says what each may do; the test checks 
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 import pytest
@@ -48,6 +49,7 @@ ENDPOINTS = [
     Endpoint("workspace", "get", "api_workspace", (), V, 200),
     Endpoint("documents list", "get", "api_documents", (), V, 200),
     Endpoint("document", "get", "api_document", ("doc",), V, 200),
+    Endpoint("upload batch", "get", "api_upload_batch", ("batch",), V, 200),
     Endpoint("queries list", "get", "api_queries", (), V, 200),
     Endpoint("query", "get", "api_query", ("run",), V, 200),
     Endpoint("reverify", "post", "api_query_reverify", ("answered",), M, 201),
@@ -94,6 +96,8 @@ class World:
         self.run = QueryRunFactory(workspace=a, question="What is in A?", answer="Secret of A").pk
         self.doc = _document(a, "notes.txt", "0").pk
         self.doomed_doc = _document(a, "doomed.txt", "1").pk
+        self.batch = uuid.uuid4()
+        Document.objects.filter(pk=self.doc).update(batch=self.batch)
         self.answered = _answered(a, self.doc).pk
         self.tess = MembershipFactory(workspace=a, user=UserFactory(username="tess"), role=Role.MEMBER).pk
         self.rick = MembershipFactory(workspace=a, user=UserFactory(username="rick"), role=Role.MEMBER).pk

@@ -63,7 +63,8 @@ def test_fuzzing_every_operation_from_the_schema_finds_no_server_error(personas,
     secret = apikey_create(workspace=a, actor=None, name="fuzzer", role=Role.ADMIN)[1]
     ids = {
         "workspace_id": str(a.pk),
-        "document_id": str(DocumentFactory(workspace=a).pk),
+        "document_id": str(DocumentFactory(workspace=a, batch="5b0c1c43-5f0e-4c36-9a8a-1f1d6f0c2b77").pk),
+        "batch_id": "5b0c1c43-5f0e-4c36-9a8a-1f1d6f0c2b77",
         "run_id": str(QueryRunFactory(workspace=a).pk),
         "membership_id": str(MembershipFactory(workspace=a, user=UserFactory(username="tess")).pk),
         "key_id": str(apikey_create(workspace=a, actor=None, name="spare", role=Role.VIEWER)[0].pk),

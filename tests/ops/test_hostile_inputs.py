@@ -133,7 +133,8 @@ def world(personas, settings, tmp_path):
     ids = {
         "slug": a.slug,
         "workspace_id": a.pk,
-        "document_id": DocumentFactory(workspace=a, status=DocumentStatus.READY).pk,
+        "document_id": DocumentFactory(workspace=a, status=DocumentStatus.READY, batch="5b0c1c43-5f0e-4c36-9a8a-1f1d6f0c2b77").pk,
+        "batch_id": "5b0c1c43-5f0e-4c36-9a8a-1f1d6f0c2b77",
         "membership_id": personas.member.pk,
         "key_id": apikey_create(workspace=a, actor=None, name="ci", role="member")[0].pk,
         "set_id": eval_set.pk,

@@ -77,6 +77,7 @@ def concrete(route: str, name: str, world: World, slug: str, user_pk: int) -> st
         "slug": slug,
         "membership_id": world.tess,
         "document_id": world.doc,
+        "batch_id": world.batch,
         "run_id": world.eval_run if "eval" in name else world.run,
         "set_id": world.eval_set,
         "key_id": world.old_key,

@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.urls import reverse
 
-from apps.documents import services
+from apps.documents import ingestion, services
 from apps.documents.models import Chunk, Document, DocumentStatus
 from apps.documents.selectors import upload_batch_progress
 
@@ -32,7 +32,7 @@ def stored(workspace, texts=TEXTS, batch=None) -> list[Document]:
 def watch_windows(monkeypatch) -> list[tuple[str, list[str]]]:
     """("embed", filenames) as each window goes to the embedder (on the stream's embedding thread)
     and ("written", filenames) as each is written (on the calling thread), in the order they came."""
-    real_embed, real_write, events = services._embed_with_progress, services._write_window, []
+    real_embed, real_write, events = ingestion._embed_with_progress, ingestion._write_window, []
 
     def embedding(window, done):
         events.append(("embed", [parsed.document.filename for parsed in window]))
@@ -43,8 +43,8 @@ def watch_windows(monkeypatch) -> list[tuple[str, list[str]]]:
         events.append(("written", [document.filename for document in written]))
         return written
 
-    monkeypatch.setattr(services, "_embed_with_progress", embedding)
-    monkeypatch.setattr(services, "_write_window", writing)
+    monkeypatch.setattr(ingestion, "_embed_with_progress", embedding)
+    monkeypatch.setattr(ingestion, "_write_window", writing)
     return events
 
 
@@ -68,13 +68,13 @@ def test_each_window_is_written_before_the_next_is_embedded_and_parsed_while_one
     documents = stored(personas.workspace_a)
     events = watch_windows(monkeypatch)
     parsed_while_embedding = []
-    real_parse = services._parse
+    real_parse = ingestion._parse
 
     def parse(workspace, document_id, options, *, waiting=()):
         parsed_while_embedding.append(len(waiting))
         return real_parse(workspace, document_id, options, waiting=waiting)
 
-    monkeypatch.setattr(services, "_parse", parse)
+    monkeypatch.setattr(ingestion, "_parse", parse)
     services.documents_ingest_many(workspace=personas.workspace_a, document_ids=[d.pk for d in documents])
     names = list(TEXTS)
     assert events == [

@@ -15,7 +15,7 @@ import torch
 from django.conf import settings
 
 from apps.core.serving import Lanes, cores, ingestion_lanes
-from apps.documents import services
+from apps.documents import ingestion, services
 from apps.documents.models import Chunk, Document, DocumentStatus, UnitVectors
 from apps.documents.tasks import ingest_document
 from apps.pipeline.embedding import INGESTION_STREAMS, get_embedder, unpack_vectors
@@ -107,7 +107,7 @@ def test_a_text_met_twice_in_a_document_is_embedded_once_and_stored_for_each(per
     chunk and unit still stores the vector of its own text."""
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
     embedder.forget()
-    real_embed, real_plan = embedder.embed, services._embed_with_progress
+    real_embed, real_plan = embedder.embed, ingestion._embed_with_progress
     embedded: list[str] = []
     planned: list[list[str]] = []
 
@@ -120,7 +120,7 @@ def test_a_text_met_twice_in_a_document_is_embedded_once_and_stored_for_each(per
         return real_plan(window, done)
 
     monkeypatch.setattr(embedder, "embed", watched)
-    monkeypatch.setattr(services, "_embed_with_progress", plan)
+    monkeypatch.setattr(ingestion, "_embed_with_progress", plan)
     document = ingest(personas, "repeated.txt", f"{LONG}\n\n{LIGHTHOUSE}\n\nFiled as repeated.txt.")
     monkeypatch.setattr(embedder, "embed", real_embed)
     assert document.status == DocumentStatus.READY
@@ -155,7 +155,7 @@ def test_an_ingestion_takes_a_core_the_moment_another_ingestion_frees_it(persona
     """Beside another ingestion it runs one batch at a time; when the other one ends, its second
     batch starts at once, while the first is still running, not when the first ends."""
     monkeypatch.setattr("apps.core.serving.cores", lambda: 2)
-    monkeypatch.setattr(services, "cores", lambda: 2)
+    monkeypatch.setattr(ingestion, "cores", lambda: 2)
     embedder = get_embedder(settings.EMBEDDING_MODEL, settings.EMBEDDING_BATCH_SIZE)
     embedder.forget()
     real, starts, ends = embedder._encode, [], []

@@ -19,7 +19,7 @@ from tests.factories import AuditRecordFactory, DocumentFactory, EvalRunFactory,
 def objects(personas):
     a = personas.workspace_a
     run = QueryRunFactory(workspace=a, question="What is in A?", answer="Secret of A")
-    doc = DocumentFactory(workspace=a, title="a-notes")
+    doc = DocumentFactory(workspace=a, title="a-notes", batch="5b0c1c43-5f0e-4c36-9a8a-1f1d6f0c2b77")
     key, _ = apikey_create(workspace=a, actor=None, name="CI", role="member")
     record = AuditRecordFactory(workspace=a, query_run_id=run.pk, payload={"question": run.question})
     eval_set = EvalSetFactory(workspace=a, name="acme-eval", question_count=1, answerable_count=1)
@@ -124,6 +124,7 @@ def api_urls(p, o) -> list[tuple[str, str]]:
         ("delete", reverse("api_document", args=[ws, o["doc"].pk])),
         ("post", reverse("api_document_reindex", args=[ws, o["doc"].pk])),
         ("post", reverse("api_documents_reindex", args=[ws])),
+        ("get", reverse("api_upload_batch", args=[ws, o["doc"].batch])),
         ("get", reverse("api_sources", args=[ws])),
         ("post", reverse("api_sources", args=[ws])),
         ("get", reverse("api_source", args=[ws, o["source"].pk])),

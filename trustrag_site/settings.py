@@ -88,7 +88,7 @@ INGEST_LEASE_S = env_int("INGEST_LEASE_S", 120, minimum=5)
 # Documents ingested together (a bulk upload, `manage.py ingest`) are embedded as one stream, in
 # windows of about this many distinct texts (chunks and their sentences); a window is written, and
 # its documents searchable, as soon as it is embedded, or once it has waited INGEST_STREAM_WAIT_S
-# for the parsing of the documents after it. apps/documents/services.py documents_ingest_many.
+# for the parsing of the documents after it. apps/documents/ingestion.py documents_ingest_many.
 INGEST_STREAM_TEXTS = env_int("INGEST_STREAM_TEXTS", 2048, minimum=1)
 INGEST_STREAM_WAIT_S = env_float("INGEST_STREAM_WAIT_S", 5.0, minimum=0.0)
 INGEST_MAX_ATTEMPTS = env_int("INGEST_MAX_ATTEMPTS", 3, minimum=1)

@@ -57,17 +57,18 @@ def documents_ingest_many(*, workspace: Workspace, document_ids: Iterable, on_se
     A document that is settled or that another worker holds is skipped. `on_settled(document)` is
     called for each document as it becomes ready or failed; the documents settled here are
     returned in that order."""
-    with contextlib.ExitStack() as claimed, ThreadPoolExecutor(max_workers=1, thread_name_prefix="stream") as embedder:
-        stream = _Stream(workspace, embedder, on_settled)
+    with contextlib.ExitStack() as counted, ThreadPoolExecutor(max_workers=1, thread_name_prefix="stream") as embedder:
+        stream, sharing = _Stream(workspace, embedder, on_settled), False
         for document_id in document_ids:
             if not _claim(workspace, document_id):
                 log.info("document %s is not claimable (settled, or another worker holds it)", document_id)
                 continue
-            if not claimed._exit_callbacks:
+            if not sharing:
                 # The ingestion counts among those sharing the cores from its first claim on, not
                 # only while it embeds: its parse takes a core too (a parser process), and a
                 # neighbour that read it as idle would run torch on both cores against it.
-                claimed.enter_context(INGESTION_STREAMS.claimed())
+                counted.enter_context(INGESTION_STREAMS.claimed())
+                sharing = True
             stream.add(_parse(workspace, document_id, stream.options, waiting=stream.waiting()))
         stream.finish()
     return stream.settled
@@ -93,6 +94,7 @@ class _Stream:
         self.options = settings_get(workspace=workspace)
         self.settled: list[Document] = []
         self.window: list[_Parsed] = []
+        self.window_texts = 0  # its documents' texts, chunks and units
         self.opened = 0.0
         self.running: _Embedding | None = None
         self.reported = 0.0
@@ -109,7 +111,8 @@ class _Stream:
         if not self.window:
             self.opened = time.monotonic()
         self.window.append(parsed)
-        texts = sum(p.texts for p in self.window)
+        self.window_texts += parsed.texts
+        texts = self.window_texts
         idle = self.running is None or self.running.future.done()
         if (
             texts >= settings.INGEST_STREAM_TEXTS
@@ -130,7 +133,7 @@ class _Stream:
         """The window to the embedder, once the one before it is written."""
         if self.running is not None:
             self._land()
-        window, self.window = self.window, []
+        window, self.window, self.window_texts = self.window, [], 0
         total = len({text for parsed in window for group in parsed.groups for text in group})
         done = [0]
         self.running = _Embedding(window, self.embedder.submit(_embed_with_progress, window, done), done, total)

@@ -18,6 +18,10 @@ class DocumentStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
+# The statuses an ingestion ends in.
+SETTLED_STATUSES = (DocumentStatus.READY, DocumentStatus.FAILED)
+
+
 def _upload_to(document: Document, filename: str) -> str:
     return f"workspaces/{document.workspace_id}/documents/{document.id}/{filename}"
 
@@ -90,7 +94,7 @@ class Document(TenantModel):
 
     @property
     def settled(self) -> bool:
-        return self.status in (DocumentStatus.READY, DocumentStatus.FAILED)
+        return self.status in SETTLED_STATUSES
 
     @property
     def contents(self) -> str:

@@ -8,7 +8,7 @@ from django.db import connection, transaction
 from django.db.models import Case, Count, F, Func, JSONField, Min, Q, QuerySet, Sum, Value, When
 from django.utils import timezone
 
-from apps.documents.models import Chunk, Document, DocumentKind, DocumentStatus, UnitVectors
+from apps.documents.models import SETTLED_STATUSES, Chunk, Document, DocumentKind, DocumentStatus, UnitVectors
 from apps.documents.sql import hybrid_search
 from apps.pipeline.embedding import product_embedder
 from apps.pipeline.parsing import Location, describe_span
@@ -56,9 +56,6 @@ class BatchProgress:
         return f"about {seconds} s left" if seconds < 90 else f"about {round(seconds / 60)} min left"
 
 
-_SETTLED = [DocumentStatus.READY, DocumentStatus.FAILED]
-
-
 def upload_batch_progress(*, workspace: Workspace, batch=None, now=None) -> list[BatchProgress]:
     """The progress of one upload batch of the workspace (`batch`; an empty list when it has no
     documents here), or of every batch still being ingested, oldest first; one query."""
@@ -67,7 +64,7 @@ def upload_batch_progress(*, workspace: Workspace, batch=None, now=None) -> list
     if batch is not None:
         documents = documents.filter(batch=batch)
     else:
-        running = Document.objects.filter(workspace=workspace, batch__isnull=False).exclude(status__in=_SETTLED)
+        running = Document.objects.filter(workspace=workspace, batch__isnull=False).exclude(status__in=SETTLED_STATUSES)
         documents = documents.filter(batch__in=running.values("batch"))
     rows = (
         documents.values("batch")
@@ -83,7 +80,7 @@ def upload_batch_progress(*, workspace: Workspace, batch=None, now=None) -> list
                 )
             ),
             size=Sum("size_bytes"),
-            size_settled=Sum("size_bytes", filter=Q(status__in=_SETTLED), default=0),
+            size_settled=Sum("size_bytes", filter=Q(status__in=SETTLED_STATUSES), default=0),
             started_at=Min("created_at"),
         )
         .order_by("started_at")

@@ -26,7 +26,7 @@ from apps.documents.ingestion import document_chunks_write_many as document_chun
 from apps.documents.ingestion import document_ingest as document_ingest
 from apps.documents.ingestion import document_mark_failed as document_mark_failed
 from apps.documents.ingestion import documents_ingest_many as documents_ingest_many
-from apps.documents.models import Document, DocumentStatus
+from apps.documents.models import SETTLED_STATUSES, Document, DocumentStatus
 from apps.documents.signals import document_text_changed
 from apps.documents.sql import unindex_document, vector_index_drop
 from apps.pipeline.parsing import ParseError, check_supported
@@ -193,7 +193,7 @@ def document_reindex(*, workspace: Workspace, actor, document_id=None) -> int:
     the operator at the shell.
     """
     require(actor, "contribute" if document_id is not None else "reindex_all", workspace=workspace)
-    documents = Document.objects.filter(workspace=workspace, status__in=[DocumentStatus.READY, DocumentStatus.FAILED])
+    documents = Document.objects.filter(workspace=workspace, status__in=SETTLED_STATUSES)
     if document_id is not None:
         documents = documents.filter(pk=access(Document, workspace, document_id).pk)
     with transaction.atomic():

@@ -12,6 +12,7 @@ it.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 EDGE_LINES = 2  # lines with text, at each end of a page, that can be a running head or foot
 LEAST_PAGES = 3
@@ -25,24 +26,22 @@ def strip_running_lines(pages: list[str]) -> list[str]:
     with_text = [page for page in pages if page.strip()]
     if len(with_text) < LEAST_PAGES:
         return pages
-    counts: dict[str, int] = {}
-    for index, page in enumerate(pages):
-        for key in {_key(line, index) for line in _edge_lines(page)}:
-            counts[key] = counts.get(key, 0) + 1
+    edges = [{_key(line, index) for line in _edge_lines(page)} for index, page in enumerate(pages)]
+    counts = Counter(key for keys in edges for key in keys)
     needed = max(LEAST_PAGES, SHARE_OF_PAGES * len(with_text))
-    repeated = {key for key, count in counts.items() if count >= needed and key}
+    repeated = {key for key, count in counts.items() if count >= needed}
     if not repeated:
         return pages
     # Each line stays where it is first met (a title, a table's heading row that the following
     # pages repeat) and goes from the pages that repeat it.
     cleaned, seen = [], set()
-    for index, page in enumerate(pages):
+    for index, (page, keys) in enumerate(zip(pages, edges, strict=True)):
         cleaned.append(_without(page, index, repeated & seen))
-        seen |= {_key(line, index) for line in _edge_lines(page)} & repeated
+        seen |= keys & repeated
     return cleaned
 
 
-def _key(line: str, page_index: int = 0) -> str:
+def _key(line: str, page_index: int) -> str:
     """What a line is compared by: its words with any digits read alike ("Page 3 of 12"); a line
     of a few letters or none (a date, a figure in a table) only as it is, so that data that
     happens to open or close a page is never taken for furniture; a bare number by its distance

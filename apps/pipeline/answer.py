@@ -361,7 +361,10 @@ def _unmatched(question: str, pool: list[Scored]) -> tuple[str, ...]:
     text, start, end = _best_sentence(best)
     near_start, near_end = passage_window(text, start, end, context=1)
     others = [s.candidate.text for s in pool if s is not best]
-    return unmatched_terms(question, text, others, near=text[near_start:near_end])
+    # A question may name a passage by its document ("the Word test table" of word_tables.docx):
+    # the documents' names are mentioned where their passages are.
+    titles = sorted({s.candidate.document_title for s in pool if s.candidate.document_title})
+    return unmatched_terms(question, text, [*others, *titles], near=text[near_start:near_end])
 
 
 def _best(pool: list[Scored]) -> Scored:

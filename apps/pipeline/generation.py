@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from rapidfuzz import fuzz
 
-from apps.pipeline.text import Unit, read_units, sentence_spans
+from apps.pipeline.text import Unit, read_units, row_statement, sentence_spans
 from apps.pipeline.types import Answer, Candidate, Claim
 
 INSUFFICIENT = "I do not have sufficient information in this workspace's documents to answer that."
@@ -50,7 +50,7 @@ def local_extractive_answer(
     the question asks for (a figure for "how many", a name for "who"), and, with an answerability
     model, read by it. A question that asks for a figure no similar unit holds is not answered."""
     units = [(index, unit) for index, c in enumerate(sources, 1) for unit in units_of(c, params.max_sentence_chars)]
-    units = [(index, unit) for index, unit in units if not unit.row or _shares_words(question, unit.quote)]
+    units = _rows_named(question, units)
     if not units:
         return _insufficient()
     similarities = embedder.embed([u.read for _, u in units]) @ question_vector
@@ -73,7 +73,7 @@ def local_extractive_answer(
     for position in ranked:
         index, unit = units[position]
         if len(chosen) < params.max_claims and not any(fuzz.ratio(unit.quote, c.quote) >= params.duplicate_ratio for c in chosen):
-            chosen.append(Claim(text=unit.quote, source=index, quote=unit.quote))
+            chosen.append(Claim(text=_said(unit), source=index, quote=unit.quote))
     if not chosen:
         return _insufficient(wanted)
     return Answer(text=" ".join(c.text for c in chosen), claims=tuple(chosen), insufficient=False, provider="local")
@@ -93,6 +93,14 @@ def units_of(candidate: Candidate, max_chars: int) -> list[Unit]:
         if quote and len(quote) <= max_chars and unit.quote not in headings:
             kept.append(unit if quote == unit.quote else Unit(quote, unit.read, unit.row))
     return kept
+
+
+def _said(unit: Unit) -> str:
+    """What a claim quoting the unit says: a sentence, itself; a table row, its cells under their
+    column headings where they can be matched."""
+    if not unit.row or unit.read == unit.quote:
+        return unit.quote
+    return row_statement(unit.quote, unit.read[: -len(unit.quote) - 1])
 
 
 # Dot leaders of a table of contents ("Reports ........ 45", ". . . .").
@@ -193,9 +201,27 @@ def _figure(match: re.Match) -> str:
     return match.group(0).lower().replace(",", "").rstrip(".")
 
 
+def _rows_named(question: str, units: list[tuple[int, Unit]]) -> list[tuple[int, Unit]]:
+    """The prose, and the table rows the question names: a row is about what its own cells name
+    ("berries" names the row "Berries | … | 150"); where no row's cells are named, the rows whose
+    column headings are ("what is written under Header Col 2")."""
+    rows = [(index, unit) for index, unit in units if unit.row]
+    named = [item for item in rows if _shares_words(question, item[1].quote)] or [
+        item for item in rows if _shares_words(question, item[1].read)
+    ]
+    return [item for item in units if not item[1].row or item in named]
+
+
 def _shares_words(question: str, text: str) -> bool:
-    """A table row is about what its own cells name: it answers only a question naming one."""
-    return bool(_content_words(question) & _content_words(text))
+    """Whether the question names a word of the text (in either number: "grains" names the row
+    "Grain")."""
+    return bool({_singular(w) for w in _content_words(question)} & {_singular(w) for w in _content_words(text)})
+
+
+def _singular(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def _by_answerability(question: str, sentences, ranked: list[int], similarities, answerability: Answerability, params) -> list[int]:

@@ -67,6 +67,40 @@ def read_units(text: str, header: str | None = None) -> list[Unit]:
     return units
 
 
+def row_statement(row: str, heading: str | None) -> str:
+    """A table row said under its column headings, when each heading can be matched to its cell:
+    "Berries — Food: Blueberry, Cranberry; Calories per portion: 150" for the row "Berries |
+    Blueberry, Cranberry | 150" under " | Food | Calories per portion". Cells are matched one to
+    one: a DOCX row's cells with its heading row's, a PDF row's figures with its heading line's
+    columns where the line spaces them apart (after the row's own label, which the first column
+    may head). A row whose headings cannot be matched so (a heading line of single-spaced words,
+    where "Long Gun" may be one heading or two; a count that differs) is said as it stands: a
+    heading put over the wrong cell would say something the table does not."""
+    if not heading:
+        return row
+    if _CELL_SEPARATOR in f" {row} ":
+        cells, heads = [c.strip() for c in row.split("|")], [h.strip() for h in heading.split("|")]
+        label = cells[0]
+    else:
+        tokens = row.split()
+        at = next((i for i, t in enumerate(tokens) if _NUMBER.match(t)), len(tokens))
+        label, cells = " ".join(tokens[:at]), tokens[at:]
+        if any(not _NUMBER.match(t) for t in cells):
+            return row
+        # A heading line's words are one column's heading only where the line spaces its
+        # columns apart ("Permit  Handgun  Long Gun"): "Long Gun" is one heading, not two.
+        heads = re.split(r"\s{2,}|\t", heading.strip())
+        if len(heads) < 2:
+            return row
+        if len(heads) == len(cells) + 1:
+            heads = heads[1:]
+        cells, heads = [label, *cells], ["", *heads]
+    if len(heads) != len(cells) or len(cells) < 2 or not label or not all(heads[1:]):
+        return row
+    said = "; ".join(f"{head}: {cell}" for head, cell in zip(heads[1:], cells[1:], strict=True) if cell)
+    return f"{label} — {said}" if said else row
+
+
 def passage_header(text: str, start: int, document: str) -> str | None:
     """The heading line for a passage that opens inside a table whose heading is in an earlier
     passage of `document` (the passage is document[start : start + len(text)]); None otherwise.

@@ -21,7 +21,7 @@ from functools import lru_cache
 from rapidfuzz import fuzz
 
 from apps.pipeline.judge import Judge, get_local_judge, judge_all, numbers_in, polarity_words, words
-from apps.pipeline.text import sentence_spans
+from apps.pipeline.text import is_table_row, sentence_spans, table_header
 from apps.pipeline.types import SOURCE_DELETED, Answer, Candidate, Claim, Judgement, Location, VerifiedClaim
 
 _QUOTES = str.maketrans(
@@ -194,7 +194,12 @@ class _Located:
     def judge_request(self) -> tuple[str, str, int, int]:
         text, start, end = self.source.text, self.location.start, self.location.end
         window_start, window_end = passage_window(text, start, end)
-        return self.claim.text, text[window_start:window_end], start - window_start, end - window_start
+        window = text[window_start:window_end]
+        # A table row is read under its column headings (a claim may say its cells by them).
+        heading = (table_header(text, start) or self.source.table_header) if is_table_row(text[start:end]) else None
+        if heading and heading not in window:
+            return self.claim.text, f"{heading}\n{window}", start - window_start + len(heading) + 1, end - window_start + len(heading) + 1
+        return self.claim.text, window, start - window_start, end - window_start
 
     def verified(self, judgement: Judgement, judge_name: str) -> VerifiedClaim:
         shifted = replace(self.location, start=self.source.start + self.location.start, end=self.source.start + self.location.end)

@@ -19,7 +19,7 @@ from apps.pipeline.generation import (
     units_of,
 )
 from apps.pipeline.parsing import extract
-from apps.pipeline.text import chunk_text, is_table_row, sentence_spans, table_header
+from apps.pipeline.text import chunk_text, is_table_row, row_statement, sentence_spans, table_header
 from apps.pipeline.types import Candidate
 from apps.pipeline.verification import locate_quote
 from tests.conftest import ROOT
@@ -200,3 +200,60 @@ def test_a_claim_never_joins_fragments_across_a_paragraph_or_slide_break_and_is_
         assert "\n\n" not in claim.quote, "never across a paragraph break"
         location = locate_quote(claim.quote, SLIDES, 90.0)
         assert (location.status, location.method) == ("located", "exact")
+
+
+WORD_SAMPLE = DOCS / "docx" / "word_sample.docx"
+
+
+@pytest.mark.parametrize(
+    ("row", "heading", "said"),
+    [
+        (
+            "Berries | Blueberry, Strawberry, Cranberry | 150",
+            " | Food | Calories per portion",
+            "Berries — Food: Blueberry, Strawberry, Cranberry; Calories per portion: 150",
+        ),
+        ("Lorem ipsum | A link example", "Header Col 1 | Header Col 2", "Lorem ipsum — Header Col 2: A link example"),
+        # A PDF heading line that spaces its columns apart: "Long Gun" is one heading.
+        ("Texas 21,550 56,941 51,670", "State  Permit  Handgun  Long Gun", "Texas — Permit: 21,550; Handgun: 56,941; Long Gun: 51,670"),
+        ("Texas 21,550 56,941 51,670", "Permit\tHandgun\tLong Gun", "Texas — Permit: 21,550; Handgun: 56,941; Long Gun: 51,670"),
+        # Single-spaced heading words cannot be matched to cells: "Long Gun" would be two headings.
+        ("Texas 21,550 56,941 51,670 2,532", "State Permit Handgun Long Gun", "Texas 21,550 56,941 51,670 2,532"),
+        # A merged cell leaves fewer cells than headings: the row is said as it stands.
+        (
+            "Cell 1.0 | Merged Cell 1.1 1.2 | Cell 1.3",
+            "Header 0.0 | Header 0.1 | Header 0.2 | Header 0.3",
+            "Cell 1.0 | Merged Cell 1.1 1.2 | Cell 1.3",
+        ),
+        ("Cell 1.0 | Cell 1.1", None, "Cell 1.0 | Cell 1.1"),
+        # A row of figures with no label of its own.
+        ("2015 100 20", "Year  Sales  Profit", "2015 100 20"),
+    ],
+)
+def test_a_row_is_said_under_its_column_headings_only_where_each_heading_matches_its_cell(row, heading, said):
+    assert row_statement(row, heading) == said
+
+
+def test_a_claim_quoting_a_row_says_it_under_its_headings_and_quotes_the_row_verbatim():
+    text = extract(WORD_SAMPLE.name, WORD_SAMPLE.read_bytes()).text
+    given = answer("In the duck food table, how many calories does a portion of berries have?", [candidate(text)])
+    lead = given.claims[0]
+    assert lead.quote == "Berries | Blueberry, Strawberry, Cranberry | 150"
+    assert lead.text == "Berries — Food: Blueberry, Strawberry, Cranberry; Calories per portion: 150"
+    assert locate_quote(lead.quote, text, 90.0).method == "exact"
+
+
+def test_a_question_naming_rows_in_another_number_than_the_table_still_finds_them():
+    text = extract(WORD_SAMPLE.name, WORD_SAMPLE.read_bytes()).text
+    given = answer("Which grains are listed as food for a duck?", [candidate(text)])
+    assert "Grain | Corn, Buckwheat, Barley | 200" in [c.quote for c in given.claims]
+
+
+def test_a_question_naming_a_column_heading_finds_the_rows_under_it():
+    text = "Simple uniform table\n\nHeader Col 1 | Header Col 2\nLorem ipsum | A link example\n\nThe table above is a simple one."
+    # Every unit similar enough is said: what is tested is which rows are read at all.
+    given = answer(
+        "In the simple uniform table, what is written under Header Col 2?", [candidate(text)], relative_to_best=0.0, min_similarity=0.0
+    )
+    said = {c.quote: c.text for c in given.claims}
+    assert said.get("Lorem ipsum | A link example") == "Lorem ipsum — Header Col 2: A link example"

@@ -205,3 +205,22 @@ def test_a_claim_whose_document_was_deleted_cannot_be_checked_and_is_no_hallucin
     trust = trust_score(retrieval=0.9, agreement=0.9, verified=[checked, unchecked], refused=False, weights=TrustWeights())
     assert trust.risk != "low"
     assert "1 of 2 claim(s) cannot be checked: their document was deleted" in trust.reasons
+
+
+def test_a_table_row_is_judged_under_its_column_headings_however_far_above_they_are():
+    rows = "\n".join(f"Town {n} | {n * 10} | {n * 3}" for n in range(1, 30))
+    table = f"Harbour towns\n\nTown | Boats | Piers\n{rows}\n\nThe counts are for 2020."
+    judge = RecordingJudge("supports")
+    quote = "Town 25 | 250 | 75"
+    claim = Claim("Town 25 — Boats: 250; Piers: 75", 1, quote)
+    [verified] = verify_answer(answer(claim), [source(table)], locator_threshold=90, judge=judge)
+    [(_, passage, start, end)] = judge.calls
+    assert passage.startswith("Town | Boats | Piers\n")
+    assert passage[start:end] == quote
+    assert verified.location.start == table.index(quote), "offsets still point into the document"
+    # Prose is judged from its own sentences only.
+    judge = RecordingJudge("supports")
+    verify_answer(
+        answer(Claim("The counts are for 2020.", 1, "The counts are for 2020.")), [source(table)], locator_threshold=90, judge=judge
+    )
+    assert not judge.calls[0][1].startswith("Town | Boats | Piers")

@@ -216,3 +216,22 @@ def test_verified_mode_refuses_a_question_naming_a_year_the_documents_do_not_men
     assert "generate" not in payload["timings_ms"]
     naive = query_answer(workspace=personas.workspace_a, actor=personas.member, question=question, mode="naive")
     assert not naive.insufficient
+
+
+def test_a_question_naming_a_document_by_its_file_name_is_not_refused_for_that_name(personas):
+    document, _ = services.document_create(
+        workspace=personas.workspace_a, actor=None, filename="Harbourside_guide.txt", data=BAKERY.encode(), enqueue=False
+    )
+    services.document_ingest(workspace=personas.workspace_a, document_id=document.pk)
+    named = query_answer(
+        workspace=personas.workspace_a, actor=personas.member, question="In the Harbourside guide, when does the Rye Street bakery open?"
+    )
+    assert "Harbourside" not in named.gate.get("unmatched", [])
+    assert not named.insufficient
+    assert "six in the morning" in named.answer
+    # A name neither the passages nor their documents' names mention is still refused.
+    other = query_answer(
+        workspace=personas.workspace_a, actor=personas.member, question="In the Lakeside guide, when does the Rye Street bakery open?"
+    )
+    assert other.insufficient
+    assert list(other.gate["unmatched"]) == ["Lakeside"]

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from apps.pipeline.judging.selective import FLAGGED, UNSURE, VERIFIED, Calibration, Thresholds, judge_score, outcome
 from apps.pipeline.types import VerifiedClaim
+from bench.calibration import expected_calibration_error
+from bench.common import auroc
 
 
 @dataclass(frozen=True)
@@ -77,3 +80,37 @@ def verify_metrics(golds: list[GoldClaim], predicted: list[VerifiedClaim]) -> di
 
 def _round(value: float) -> float:
     return round(value, 4)
+
+
+def judge_probabilities(predicted: list[VerifiedClaim], calibration: Calibration | None) -> list[float | None]:
+    """Each claim's p(supports): its judge's belief (`judge_score`), calibrated where the judge
+    has a calibration; None for a claim whose quote was not located (it never reached a judge)."""
+    scores: list[float | None] = []
+    for claim in predicted:
+        if claim.location.status != "located":
+            scores.append(None)
+            continue
+        score = judge_score(claim.verdict, claim.judge_score or 0.0)
+        scores.append(calibration.probability(score) if calibration else score)
+    return scores
+
+
+def selective_metrics(golds: list[GoldClaim], probabilities: list[float | None], thresholds: Thresholds) -> dict:
+    """BENCHMARKS.md's `auroc`, `ece` and `selective` (verified / flagged / unsure at `thresholds`);
+    a claim whose quote was not located counts with p = 0 and is flagged."""
+    p = [0.0 if q is None else q for q in probabilities]
+    faithful = [g.faithful for g in golds]
+    outcomes = [outcome(q, thresholds) for q in probabilities]
+    verified = [f for f, o in zip(faithful, outcomes, strict=True) if o == VERIFIED]
+    flagged = [f for f, o in zip(faithful, outcomes, strict=True) if o == FLAGGED]
+    n_faithful = sum(faithful)
+    return {
+        "auroc": auroc([q for q, f in zip(p, faithful, strict=True) if f], [q for q, f in zip(p, faithful, strict=True) if not f]),
+        "ece": expected_calibration_error(p, faithful),
+        "selective": {
+            "verified_precision": _round(sum(verified) / len(verified)) if verified else None,
+            "verified_recall": _round(sum(verified) / n_faithful) if n_faithful else None,
+            "flagged_precision": _round(sum(not f for f in flagged) / len(flagged)) if flagged else None,
+            "unsure_rate": _round(outcomes.count(UNSURE) / len(outcomes)) if outcomes else None,
+        },
+    }

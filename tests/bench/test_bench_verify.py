@@ -93,7 +93,13 @@ def test_bench_verify_reports_the_fixed_keys_and_exact_confusion_counts(tmp_path
         "confusion",
         "per_category",
         "seconds",
+        "auroc",
+        "ece",
+        "selective",
     ]
+    assert list(result["selective"]) == ["verified_precision", "verified_recall", "flagged_precision", "unsure_rate"]
+    assert 0.0 <= result["selective"]["unsure_rate"] <= 1.0
+    assert 0.0 <= result["ece"] <= 1.0
     assert result["n"] == 5
     assert result["judge"] == "local"
     assert result["confusion"] == {"tp": 3, "fp": 0, "tn": 2, "fn": 0}

@@ -19,6 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.pipeline.combined_judge import get_combined_judge
 from apps.pipeline.judge import get_local_judge
+from apps.pipeline.judging.selective import DEFAULT_TARGET_PRECISION, Thresholds, calibrations
 from apps.pipeline.llm_judge import LLMJudge
 from apps.pipeline.providers import ChatProvider, Router
 from apps.pipeline.types import Answer, Candidate, Claim, VerifiedClaim
@@ -28,7 +29,7 @@ from apps.queries.services import local_judge_get
 from apps.workspaces.models import WorkspaceSettings
 from apps.workspaces.selectors import provider_secrets, provider_specs_get
 from bench.common import data_path, emit, progress, read_jsonl
-from bench.verify import GoldClaim, gold_from_json, verify_metrics
+from bench.verify import GoldClaim, gold_from_json, judge_probabilities, selective_metrics, verify_metrics
 
 LOCATOR_THRESHOLD = 90.0  # the workspace default
 SOURCES_PER_ANSWER = 16  # documents cited by one answer's claims: the verifier judges an answer in one batch
@@ -59,6 +60,7 @@ class Command(BaseCommand):
         predicted = _verify_all(golds, documents, verifier, locator_threshold)
         seconds = time.perf_counter() - started
         result = {"n": len(golds), "judge": verifier.name} | verify_metrics(golds, predicted) | {"seconds": round(seconds, 2)}
+        result |= selective_metrics(golds, judge_probabilities(predicted, calibrations().get(verifier.name)), _thresholds(verifier.name))
         emit(result, json_path, self.stdout)
 
 
@@ -74,6 +76,14 @@ def _judge(name: str, local_name: str):
     if not router.can_chat:
         raise CommandError("--judge llm needs an LLM provider: set GROQ_API_KEY or ZHIPUAI_API_KEY (or use --judge local).")
     return LLMJudge(router, local)
+
+
+def _thresholds(judge_name: str) -> Thresholds:
+    """The product's default target precision, through the judge's calibration; a judge without
+    one (the LLM's confidence) is taken at its word: p at the target verifies, at 1 − target flags."""
+    if calibration := calibrations().get(judge_name):
+        return calibration.thresholds(DEFAULT_TARGET_PRECISION)
+    return Thresholds(DEFAULT_TARGET_PRECISION, DEFAULT_TARGET_PRECISION, 1 - DEFAULT_TARGET_PRECISION)
 
 
 def _verifier():

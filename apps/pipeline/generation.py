@@ -205,11 +205,10 @@ def _rows_named(question: str, units: list[tuple[int, Unit]]) -> list[tuple[int,
     """The prose, and the table rows the question names: a row is about what its own cells name
     ("berries" names the row "Berries | … | 150"); where no row's cells are named, the rows whose
     column headings are ("what is written under Header Col 2")."""
-    rows = [(index, unit) for index, unit in units if unit.row]
-    named = [item for item in rows if _shares_words(question, item[1].quote)] or [
-        item for item in rows if _shares_words(question, item[1].read)
-    ]
-    return [item for item in units if not item[1].row or item in named]
+    rows = [unit for _, unit in units if unit.row]
+    named = [u for u in rows if _shares_words(question, u.quote)] or [u for u in rows if _shares_words(question, u.read)]
+    kept = {id(u) for u in named}
+    return [(index, unit) for index, unit in units if not unit.row or id(unit) in kept]
 
 
 def _shares_words(question: str, text: str) -> bool:

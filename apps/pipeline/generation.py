@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from rapidfuzz import fuzz
 
+from apps.pipeline.mentions import root
 from apps.pipeline.text import Unit, read_units, row_statement, sentence_spans
 from apps.pipeline.types import Answer, Candidate, Claim
 
@@ -86,7 +87,7 @@ def units_of(candidate: Candidate, max_chars: int) -> list[Unit]:
     "We train…"). A unit keeps its reading (and its stored vector); only its quote is cut, and
     what is cut off is its start, so the quote is still a contiguous span of the source."""
     units = read_units(candidate.text, candidate.table_header)
-    headings = {u.read[: -len(u.quote) - 1] for u in units if u.row and u.read != u.quote}
+    headings = {u.heading for u in units if u.heading}
     kept = []
     for unit in units:
         quote = unit.quote if unit.row else claimable(unit.quote)
@@ -98,9 +99,7 @@ def units_of(candidate: Candidate, max_chars: int) -> list[Unit]:
 def _said(unit: Unit) -> str:
     """What a claim quoting the unit says: a sentence, itself; a table row, its cells under their
     column headings where they can be matched."""
-    if not unit.row or unit.read == unit.quote:
-        return unit.quote
-    return row_statement(unit.quote, unit.read[: -len(unit.quote) - 1])
+    return row_statement(unit.quote, unit.heading) if unit.heading else unit.quote
 
 
 # Dot leaders of a table of contents ("Reports ........ 45", ". . . .").
@@ -214,13 +213,7 @@ def _rows_named(question: str, units: list[tuple[int, Unit]]) -> list[tuple[int,
 def _shares_words(question: str, text: str) -> bool:
     """Whether the question names a word of the text (in either number: "grains" names the row
     "Grain")."""
-    return bool({_singular(w) for w in _content_words(question)} & {_singular(w) for w in _content_words(text)})
-
-
-def _singular(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+    return bool({root(w) for w in _content_words(question)} & {root(w) for w in _content_words(text)})
 
 
 def _by_answerability(question: str, sentences, ranked: list[int], similarities, answerability: Answerability, params) -> list[int]:

@@ -74,19 +74,19 @@ def _name_mentioned(name: tuple[str, ...], vocabulary: set[str], passage_words: 
 
 
 def _adjacent(pair: tuple[str, ...], passage_words: list[str]) -> bool:
-    first, number = _root(pair[0]), fold(pair[1])
-    return any(_root(a) == first and b == number for a, b in pairwise(passage_words))
+    first, number = root(pair[0]), fold(pair[1])
+    return any(root(a) == first and b == number for a, b in pairwise(passage_words))
 
 
 def _renamed(name: tuple[str, ...], other: tuple[str, ...]) -> bool:
     """Whether the passage's name `other` ends where `name` ends but begins with a word of its
     own: "Millennium Prize Problems" against "Alpha Prize Problems"."""
-    last = _root(name[-1])
-    ours = {_root(token) for token in name}
+    last = root(name[-1])
+    ours = {root(token) for token in name}
     for index, token in enumerate(other):
-        if _root(token) == last:
-            before = [_root(t) for t in other[:index] if fold(t) not in STOP]
-            if any(root not in ours for root in before):
+        if root(token) == last:
+            before = [root(t) for t in other[:index] if fold(t) not in STOP]
+            if any(stem not in ours for stem in before):
                 return True
     return False
 
@@ -101,11 +101,11 @@ def _word_mentioned(token: str, vocabulary: set[str], passage_words: list[str]) 
 def _mentioned(word: str, vocabulary: set[str]) -> bool:
     if word in vocabulary:
         return True
-    root, roots = _root(word), {_root(known) for known in vocabulary}
-    if root in roots:
+    stem, roots = root(word), {root(known) for known in vocabulary}
+    if stem in roots:
         return True
-    return len(root) >= _FUZZY_MIN_CHARS and any(
-        len(known) >= _FUZZY_MIN_CHARS and fuzz.ratio(root, known) >= _FUZZY_RATIO for known in roots
+    return len(stem) >= _FUZZY_MIN_CHARS and any(
+        len(known) >= _FUZZY_MIN_CHARS and fuzz.ratio(stem, known) >= _FUZZY_RATIO for known in roots
     )
 
 
@@ -119,7 +119,7 @@ def _spelled_out(acronym: str, passage_words: list[str]) -> bool:
     return acronym.lower() in "".join(w[0] for w in passage_words)
 
 
-def _root(word: str) -> str:
+def root(word: str) -> str:
     """The word without a possessive or plural ending: "Normans", "Norman's" → "norman"."""
     word = fold(word).removesuffix("'s")
     if len(word) > 4 and word.endswith("es") and word[-3] in "sxz":

@@ -52,6 +52,11 @@ class Unit:
     read: str
     row: bool = False
 
+    @property
+    def heading(self) -> str | None:
+        """The heading line a table row is read under (None for prose, or a row without one)."""
+        return self.read[: -len(self.quote) - 1] if self.row and self.read != self.quote else None
+
 
 def read_units(text: str, header: str | None = None) -> list[Unit]:
     """The passage's sentences and table rows; `header` heads the rows of a table that starts

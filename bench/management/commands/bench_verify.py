@@ -52,19 +52,20 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_path")
 
     def handle(self, *args, corpus: Path, claims: Path, judge: str, locator_threshold: float, json_path: str | None, **options):
-        golds = _read_claims(claims)
-        documents = _read_corpus(corpus, {g.source_id for g in golds})
-        verifier = _judge(judge, options["local_judge"])
+        golds = read_claims(claims)
+        documents = read_corpus(corpus, {g.source_id for g in golds})
+        verifier = grading_judge(judge, options["local_judge"])
         progress(f"{len(golds)} claims over {len(documents)} documents, judge {verifier.name}")
         started = time.perf_counter()
-        predicted = _verify_all(golds, documents, verifier, locator_threshold)
+        predicted = verify_all(golds, documents, verifier, locator_threshold)
         seconds = time.perf_counter() - started
         result = {"n": len(golds), "judge": verifier.name} | verify_metrics(golds, predicted) | {"seconds": round(seconds, 2)}
         result |= selective_metrics(golds, judge_probabilities(predicted, calibrations().get(verifier.name)), _thresholds(verifier.name))
         emit(result, json_path, self.stdout)
 
 
-def _judge(name: str, local_name: str):
+def grading_judge(name: str, local_name: str):
+    """The judge bench_verify (and calibrate_judges) grade with: a local judge by name, or the LLM judge over it."""
     local = {"product": local_judge_get, "features": get_local_judge, "verifier": _verifier, "combined": _combined}[local_name]()
     local.judge("warm up", "The model is loaded before the clock starts.", 0, 10)
     if name != "llm":
@@ -94,7 +95,7 @@ def _combined():
     return get_combined_judge(str(settings.VERIFIER_PATH), settings.VERIFIER_THREADS)
 
 
-def _verify_all(golds: list[GoldClaim], documents: dict[str, tuple[str, str]], judge, threshold: float) -> list[VerifiedClaim]:
+def verify_all(golds: list[GoldClaim], documents: dict[str, tuple[str, str]], judge, threshold: float) -> list[VerifiedClaim]:
     """Claims in answers of up to SOURCES_PER_ANSWER source documents, each claim citing its own
     document, as the product verifies an answer's claims (the judge sees one batch per answer)."""
     by_source: dict[str, list[int]] = defaultdict(list)
@@ -134,7 +135,7 @@ def _candidate(source_id: str, title: str, text: str) -> Candidate:
     )
 
 
-def _read_claims(path: Path) -> list[GoldClaim]:
+def read_claims(path: Path) -> list[GoldClaim]:
     try:
         golds = [gold_from_json(row) for row in read_jsonl(path)]
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -144,7 +145,7 @@ def _read_claims(path: Path) -> list[GoldClaim]:
     return golds
 
 
-def _read_corpus(path: Path, wanted: set[str]) -> dict[str, tuple[str, str]]:
+def read_corpus(path: Path, wanted: set[str]) -> dict[str, tuple[str, str]]:
     """id → (title, text) for the documents the claims cite."""
     try:
         documents = {

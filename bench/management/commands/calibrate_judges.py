@@ -21,7 +21,7 @@ from django.core.management.base import BaseCommand
 from apps.pipeline.judging.selective import CALIBRATION_PATH, DEFAULT_TARGET_PRECISION, fit, judge_score
 from bench.calibration import reliability
 from bench.common import data_path, emit, progress
-from bench.management.commands.bench_verify import _judge, _read_claims, _read_corpus, _verify_all
+from bench.management.commands.bench_verify import LOCATOR_THRESHOLD, grading_judge, read_claims, read_corpus, verify_all
 from bench.verify import judge_probabilities, selective_metrics
 
 SETS = {
@@ -51,7 +51,7 @@ class Command(BaseCommand):
         sets = {name: self._load(*paths) for name, paths in SETS.items()}
         result, stored = {"target_precision": target, "judges": {}}, {}
         for name in judge or JUDGES:
-            local = _judge("local", name)
+            local = grading_judge("local", name)
             graded = {set_name: self._grade(local, golds, documents) for set_name, (golds, documents) in sets.items()}
             scores, labels = [], []
             for golds, predicted in graded.values():
@@ -82,10 +82,10 @@ class Command(BaseCommand):
 
     @staticmethod
     def _load(corpus_parts, claims_parts):
-        golds = _read_claims(data_path(*claims_parts))
-        return golds, _read_corpus(data_path(*corpus_parts), {g.source_id for g in golds})
+        golds = read_claims(data_path(*claims_parts))
+        return golds, read_corpus(data_path(*corpus_parts), {g.source_id for g in golds})
 
     @staticmethod
     def _grade(local, golds, documents):
         progress(f"judge {local.name}: {len(golds)} claims")
-        return golds, _verify_all(golds, documents, local, 90.0)
+        return golds, verify_all(golds, documents, local, LOCATOR_THRESHOLD)

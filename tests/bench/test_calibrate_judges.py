@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from io import StringIO
 
+import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from apps.pipeline.judging.selective import Calibration
 from bench.management.commands import calibrate_judges
@@ -53,3 +55,9 @@ def test_each_judge_is_fitted_on_one_half_of_the_documents_and_measured_on_the_o
     fitted = json.loads(stored.read_text())["judges"]["local"]
     calibration = Calibration.from_json(fitted["calibration"])
     assert sum(calibration.faithful) + sum(calibration.unfaithful) == report["calibration_claims"]
+
+
+def test_a_target_precision_out_of_range_is_refused_with_a_clear_message():
+    for bad in (0.3, 1.0, 1.5):
+        with pytest.raises(CommandError, match=r"--target is a precision from 0\.5"):
+            call_command("calibrate_judges", target=bad, stdout=StringIO(), stderr=StringIO())

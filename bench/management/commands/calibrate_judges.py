@@ -16,7 +16,7 @@ import hashlib
 import json
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from apps.pipeline.judging.selective import CALIBRATION_PATH, DEFAULT_TARGET_PRECISION, fit, judge_score
 from bench.calibration import reliability
@@ -47,6 +47,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_path")
 
     def handle(self, *args, judge, target: float, write: bool, json_path: str | None, **options):
+        if not 0.5 <= target < 1:
+            raise CommandError(f"--target is a precision from 0.5 up to (not including) 1; got {target}.")
         started = time.perf_counter()
         sets = {name: self._load(*paths) for name, paths in SETS.items()}
         result, stored = {"target_precision": target, "judges": {}}, {}
@@ -59,6 +61,8 @@ class Command(BaseCommand):
                     if calibrating(gold.source_id) and claim.location.status == "located":
                         scores.append(judge_score(claim.verdict, claim.judge_score or 0.0))
                         labels.append(gold.faithful)
+            if not scores:
+                raise CommandError("No claim of the calibration half has a located quote: nothing to fit.")
             calibration = fit(scores, labels)
             thresholds = calibration.thresholds(target)
             report = {"calibration_claims": len(scores), "verify_threshold": thresholds.verify, "flag_threshold": thresholds.flag}

@@ -88,6 +88,7 @@ class Judgement:
     verdict: str  # "supports" | "partial" | "contradicts" | "not_found"
     rationale: str
     score: float  # the judge's confidence in its verdict, in [0, 1]
+    judge: str | None = None  # who decided, where a cascade's judges differ claim by claim
 
 
 @dataclass(frozen=True)

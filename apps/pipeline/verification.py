@@ -205,7 +205,14 @@ class _Located:
         shifted = replace(self.location, start=self.source.start + self.location.start, end=self.source.start + self.location.end)
         faithful = judgement.verdict == "supports"
         return VerifiedClaim(
-            self.claim, self.source.document_title, shifted, judgement.verdict, faithful, judge_name, judgement.rationale, judgement.score
+            self.claim,
+            self.source.document_title,
+            shifted,
+            judgement.verdict,
+            faithful,
+            judgement.judge or judge_name,
+            judgement.rationale,
+            judgement.score,
         )
 
     def unjudged(self) -> VerifiedClaim:

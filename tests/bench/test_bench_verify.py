@@ -127,14 +127,21 @@ def test_bench_verify_with_the_llm_judge_needs_a_provider(tmp_path, settings):
 
 
 def test_bench_verify_with_the_llm_judge_grades_through_the_router(tmp_path, fake_llm):
-    fake_llm.script("groq", {"content": json.dumps({"verdict": "contradicts", "rationale": "no", "confidence": 0.9})})
+    contradicted = [{"item": n, "verdict": "contradicts", "rationale": "no", "confidence": 0.9} for n in (1, 2)]
+    fake_llm.script("groq", {"content": json.dumps({"judgements": contradicted})})
     corpus, claims = write_inputs(tmp_path)
     out = StringIO()
     call_command("bench_verify", corpus=str(corpus), claims=str(claims), judge="llm", stdout=out, stderr=StringIO())
     result = json.loads(out.getvalue().strip().splitlines()[-1])
-    assert result["judge"] == "llm:groq"
-    assert result["confusion"] == {"tp": 3, "fp": 2, "tn": 0, "fn": 0}, "every located claim judged contradicts"
-    assert len(fake_llm.calls("groq")) == 4, "the fabricated quote is never sent to the judge"
+    # The two claims that are their quotes word for word are verified locally; the two the local
+    # judge is unsure of go to the LLM together; the fabricated quote is never judged.
+    assert result["judge"] == "llm:groq+local"
+    assert result["confusion"] == {"tp": 3, "fp": 0, "tn": 2, "fn": 0}
+    (call,) = fake_llm.calls("groq")
+    prompt = call["body"]["messages"][-1]["content"]
+    assert "Item 1" in prompt
+    assert "Item 2" in prompt
+    assert "Item 3" not in prompt
 
 
 def test_bench_verify_refuses_claims_citing_documents_missing_from_the_corpus(tmp_path):

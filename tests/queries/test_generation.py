@@ -288,6 +288,44 @@ def test_the_llm_judge_grades_located_claims_through_the_router(personas, lighth
     assert run.risk != "low"
 
 
+AUTOMATED = "The light was automated in 1972 and is now monitored from Edinburgh."
+
+
+def judge_calls(fake_llm, provider: str) -> list[dict]:
+    return [c for c in fake_llm.calls(provider) if c["body"]["messages"][0]["content"].startswith("You check whether")]
+
+
+def test_the_llm_judges_only_the_claims_the_local_judge_is_unsure_of_all_in_one_call(personas, lighthouse, fake_llm):
+    reply = {"judgements": [{"item": 1, "verdict": "supports", "rationale": "The passage says so.", "confidence": 0.9}]}
+    fake_llm.script(
+        "groq",
+        {
+            "content": answer_json(
+                (TALL, 1, TALL),  # the claim is its quote: decided without a model
+                ("Alan Stevenson built it over six years.", 1, BUILT),
+                ("It has been automated since 1972.", 1, AUTOMATED),
+            )
+        },
+        {"content": json.dumps(reply)},
+    )
+    run = ask(personas)
+    (call,) = judge_calls(fake_llm, "groq")
+    prompt = call["body"]["messages"][-1]["content"]
+    assert "Claim: Alan Stevenson built it over six years." in prompt
+    assert "Claim: It has been automated since 1972." in prompt
+    assert f"Claim: {TALL}" not in prompt, "a claim decided locally is never sent"
+    by_text = {c["text"]: c for c in run.claims}
+    assert by_text[TALL]["judge"] == "local"
+    assert by_text["Alan Stevenson built it over six years."]["judge"] == "llm:groq"
+    assert by_text["Alan Stevenson built it over six years."]["rationale"] == "The passage says so."
+    left_out = by_text["It has been automated since 1972."]
+    assert left_out["judge"] == "local", "a claim the reply leaves out keeps the local verdict"
+    assert left_out["rationale"].endswith("(local judge: the LLM's reply left this claim out)")
+    record = AuditRecord.objects.get(query_run_id=run.pk).payload
+    assert [c["judge"] for c in record["stages"]["verify"]["claims"]] == [c["judge"] for c in run.claims]
+    assert [a["purpose"] for a in run.attempts] == ["generate", "judge"]
+
+
 def test_a_true_claim_with_a_fabricated_quote_is_flagged_without_a_judge_call(personas, lighthouse, fake_llm):
     fake_llm.script(
         "groq", {"content": answer_json(("The tower is 48 metres tall.", 1, "The tower rises 48 metres above the reef at high tide."))}

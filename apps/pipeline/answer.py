@@ -23,6 +23,7 @@ from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_f
 from apps.pipeline.embedding import unpack_vectors
 from apps.pipeline.gate import REFUSAL, GateDecision, confidence_gate, unmatched_terms
 from apps.pipeline.generation import cite_sentences
+from apps.pipeline.judging.selective import DEFAULT_TARGET_PRECISION
 from apps.pipeline.llm_judge import LLMJudge
 from apps.pipeline.prompting import parse_rewrite, rewrite_messages
 from apps.pipeline.providers import GenerationRequest, Router
@@ -54,6 +55,7 @@ class AnswerParams:
     answer_max_claims: int
     web_search_enabled: bool = False
     web_results: int = 5
+    target_precision: float = DEFAULT_TARGET_PRECISION  # the local judge's, for verified / flagged / unsure
 
 
 @dataclass(frozen=True)
@@ -237,7 +239,10 @@ def assess(question: str, answer_text: str, *, params: AnswerParams, tools: Tool
     claims = tuple(cite_sentences(question, answer_text, sources, tools.embedder))
     given = Answer(text=answer_text, claims=claims, insufficient=not claims, provider="external")
     verified = _read(
-        question, verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=tools.local_judge), sources, tools
+        question,
+        verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=tools.local_judge, target=params.target_precision),
+        sources,
+        tools,
     )
     return Assessment(claims=verified, trust=_trust(given, verified, pool, params.trust), sources=sources)
 
@@ -268,9 +273,12 @@ def reverify(
     and says so; with `question`, each claim is read against it again. Retrieval's share of the
     trust stays what it was when the answer was made."""
     started = time.perf_counter()
-    judge = claim_judge(tools)
+    judge = claim_judge(tools, params.target_precision)
     verified = _read(
-        question, verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=judge, gone=gone), sources, tools
+        question,
+        verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=judge, gone=gone, target=params.target_precision),
+        sources,
+        tools,
     )
     trust = trust_score(
         retrieval=retrieval,
@@ -284,9 +292,10 @@ def reverify(
     return Reverification(verified, trust, judge.name, attempts, round((time.perf_counter() - started) * 1000, 2))
 
 
-def claim_judge(tools: Tools):
-    """Who judges claims: an LLM when a provider can chat (the local judge behind it), else the local judge."""
-    return LLMJudge(tools.router, tools.local_judge) if tools.router.can_chat else tools.local_judge
+def claim_judge(tools: Tools, target: float = DEFAULT_TARGET_PRECISION):
+    """Who judges claims: the cascade when a provider can chat (the local judge first, the LLM for
+    what it is unsure of at the target precision), else the local judge."""
+    return LLMJudge(tools.router, tools.local_judge, target=target) if tools.router.can_chat else tools.local_judge
 
 
 def _correct(question: str, retrieved: Retrieved, params: AnswerParams, tools: Tools, clock: StageClock):
@@ -427,9 +436,14 @@ def _generate_and_verify(question, gate, query_vector, pool, refined: dict, para
     with clock.stage("generate") as note:
         reply, attempts = tools.router.generate(request, clock.text)
         note["detail"] = " → ".join(f"{a.provider} {a.outcome}" for a in attempts)
-    judge = claim_judge(tools)
+    judge = claim_judge(tools, params.target_precision)
     with clock.stage("verify") as note:
-        verified = _read(question, verify_answer(reply, sources, locator_threshold=params.locator_threshold, judge=judge), sources, tools)
+        verified = _read(
+            question,
+            verify_answer(reply, sources, locator_threshold=params.locator_threshold, judge=judge, target=params.target_precision),
+            sources,
+            tools,
+        )
         note["detail"] = (
             f"{sum(v.faithful for v in verified)} of {len(verified)} claims faithful, judged by {judge.name}" + _answers_detail(verified)
         )

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from apps.pipeline.judge import VERDICTS, JudgeRequest, judge_all
-from apps.pipeline.judging.selective import DEFAULT_TARGET_PRECISION, UNSURE, VERIFIED, Thresholds, calibrations, judge_score, outcome
+from apps.pipeline.judging.selective import DEFAULT_TARGET_PRECISION, UNSURE, calibrations, claim_outcome
 from apps.pipeline.prompting import UnusableOutput, strip_fences
 from apps.pipeline.types import Judgement
-from apps.pipeline.verification import normalise_with_map
+from apps.pipeline.verification import is_verbatim
 
 SYSTEM = (
     "You check whether passages support claims. Use only each item's passage, never outside knowledge. "
@@ -49,12 +49,7 @@ class LLMJudge:
 
     def judge_many(self, requests: Sequence[JudgeRequest]) -> list[Judgement]:
         local = [replace(j, judge=self.fallback.name) for j in judge_all(self.fallback, requests)]
-        thresholds = self._thresholds()
-        unsure = [
-            i
-            for i, (request, judged) in enumerate(zip(requests, local, strict=True))
-            if self._outcome(request, judged, thresholds) == UNSURE
-        ]
+        unsure = [i for i, (request, judged) in enumerate(zip(requests, local, strict=True)) if self._unsure(request, judged)]
         graded = list(local)
         if unsure:
             replies, attempts = self.router.first_reply(judge_messages([requests[i] for i in unsure]), parse_judgements)
@@ -70,18 +65,13 @@ class LLMJudge:
         self.name = "+".join(sorted(judges, key=lambda g: (not g.startswith("llm"), g))) or "llm"
         return graded
 
-    def _thresholds(self) -> Thresholds | None:
-        calibration = calibrations().get(self.fallback.name)
-        return calibration.thresholds(self.target) if calibration else None
-
-    def _outcome(self, request: JudgeRequest, judged: Judgement, thresholds: Thresholds | None) -> str:
+    def _unsure(self, request: JudgeRequest, judged: Judgement) -> bool:
         claim, passage, start, end = request
-        if normalise_with_map(claim)[0].rstrip(".") == normalise_with_map(passage[start:end])[0].rstrip("."):
-            return VERIFIED  # the claim is its quote: nothing for any judge to read
-        if thresholds is None:
-            return UNSURE
-        calibration = calibrations()[self.fallback.name]
-        return outcome(calibration.probability(judge_score(judged.verdict, judged.score)), thresholds)
+        verbatim = is_verbatim(claim, passage[start:end])
+        # An uncalibrated local judge cannot say how sure it is: the LLM reads what it did not verify.
+        if not verbatim and self.fallback.name not in calibrations():
+            return True
+        return claim_outcome(self.fallback.name, judged.verdict, judged.score, verbatim=verbatim, target=self.target)[0] == UNSURE
 
 
 def judge_messages(requests: Sequence[JudgeRequest]) -> list[dict]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from apps.pipeline.judging.selective import UNSURE
 from apps.pipeline.types import SOURCE_DELETED, VerifiedClaim
 
 LOW, MEDIUM, HIGH = "low", "medium", "high"
@@ -29,7 +30,7 @@ class TrustWeights:
 class Trust:
     retrieval: float  # the best relevance among the passages the answer drew on
     agreement: float | None  # how strongly the cited sources back each claim, by the judge's belief
-    grounding: float | None  # share of claims located in their source and supported by it
+    grounding: float | None  # share of claims located in their source and supported by it (an unsure one counts its p)
     confidence: float | None  # None for a refusal, which claims nothing
     risk: str  # low / medium / high, or refused
     reasons: tuple[str, ...]
@@ -55,6 +56,14 @@ def _support(v: VerifiedClaim) -> float:
     return score if v.verdict == "supports" else 1.0 - score
 
 
+def _grounded(v: VerifiedClaim) -> float:
+    """A claim's share in grounding: 1 when faithful, 0 when not; a claim the local judge left
+    unsure is neither, and counts with its calibrated p(supports)."""
+    if v.outcome == UNSURE and v.p_supports is not None:
+        return v.p_supports
+    return float(v.faithful)
+
+
 def trust_score(
     *,
     retrieval: float | None,
@@ -75,7 +84,7 @@ def trust_score(
         # Nothing was claimed: there is no answer to be confident in, and a meter reading 100 %
         # would be read as "certainly right". The best relevance stays, as evidence.
         return Trust(round(retrieval, 4), None, None, None, REFUSED, ("refused: no claim made, so no confidence is given",))
-    grounding = sum(v.faithful for v in verified) / len(verified) if verified else 0.0
+    grounding = sum(_grounded(v) for v in verified) / len(verified) if verified else 0.0
     total = weights.retrieval + weights.agreement + weights.grounding
     backed = (weights.retrieval * retrieval + weights.agreement * agreement + weights.grounding * grounding) / total
     confidence = backed
@@ -90,6 +99,10 @@ def trust_score(
     if unsafe and risk == LOW:
         risk = MEDIUM
         reasons.append(f"never Low with a claim judged {' / '.join(unsafe)}")
+    if unsure := sum(v.outcome == UNSURE for v in verified):
+        if risk == LOW:
+            risk = MEDIUM
+        reasons.append(f"{unsure} of {len(verified)} claim(s) not checked by the local judge: read their quotes")
     if unchecked := sum(v.verdict == SOURCE_DELETED for v in verified):
         if risk == LOW:
             risk = MEDIUM

@@ -105,3 +105,7 @@ class VerifiedClaim:
     # score for its sentence, and the calibrated probability that an answer it leads is right.
     answer_score: float | None = None
     answers: float | None = None
+    # verified / flagged / unsure (apps/pipeline/judging/selective.py), and the calibrated
+    # p(supports) it was decided from (None where no calibrated local judge decided it).
+    outcome: str = "flagged"
+    p_supports: float | None = None

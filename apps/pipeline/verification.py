@@ -21,6 +21,7 @@ from functools import lru_cache
 from rapidfuzz import fuzz
 
 from apps.pipeline.judge import Judge, get_local_judge, judge_all, numbers_in, polarity_words, words
+from apps.pipeline.judging.selective import DEFAULT_TARGET_PRECISION, claim_outcome
 from apps.pipeline.text import is_table_row, sentence_spans, table_header
 from apps.pipeline.types import SOURCE_DELETED, Answer, Candidate, Claim, Judgement, Location, VerifiedClaim
 
@@ -172,17 +173,29 @@ def _meaning_differs(quote: str, found: str) -> str:
 
 
 def verify_answer(
-    answer: Answer, sources: list[Candidate], *, locator_threshold: float, judge: Judge | None = None, gone: frozenset[int] = frozenset()
+    answer: Answer,
+    sources: list[Candidate],
+    *,
+    locator_threshold: float,
+    judge: Judge | None = None,
+    gone: frozenset[int] = frozenset(),
+    target: float = DEFAULT_TARGET_PRECISION,
 ) -> list[VerifiedClaim]:
     """Both stages for every claim; the judge (by default the local one) sees only located quotes.
-    A claim citing a source in `gone` (its document deleted) is `source_deleted`, not checked."""
+    A claim citing a source in `gone` (its document deleted) is `source_deleted`, not checked.
+    Each located claim's outcome (verified, flagged or unsure) is decided at the target precision."""
     judge = judge or get_local_judge()
     located = [
         _deleted(claim, sources) if claim.source in gone else _stage_one(claim, sources, locator_threshold) for claim in answer.claims
     ]
     to_judge = [s for s in located if s.location.status == "located"]
     judgements = iter(judge_all(judge, [s.judge_request() for s in to_judge]))
-    return [s.verified(next(judgements), judge.name) if s.location.status == "located" else s.unjudged() for s in located]
+    return [s.verified(next(judgements), judge.name, target) if s.location.status == "located" else s.unjudged() for s in located]
+
+
+def is_verbatim(claim: str, quote: str) -> bool:
+    """Whether the claim says its quote word for word (case, typography and a final full stop aside)."""
+    return normalise_with_map(claim)[0].rstrip(".") == normalise_with_map(quote)[0].rstrip(".")
 
 
 @dataclass(frozen=True)
@@ -201,18 +214,23 @@ class _Located:
             return self.claim.text, f"{heading}\n{window}", start - window_start + len(heading) + 1, end - window_start + len(heading) + 1
         return self.claim.text, window, start - window_start, end - window_start
 
-    def verified(self, judgement: Judgement, judge_name: str) -> VerifiedClaim:
+    def verified(self, judgement: Judgement, judge_name: str, target: float) -> VerifiedClaim:
         shifted = replace(self.location, start=self.source.start + self.location.start, end=self.source.start + self.location.end)
         faithful = judgement.verdict == "supports"
+        decided_by = judgement.judge or judge_name
+        verbatim = is_verbatim(self.claim.text, self.source.text[self.location.start : self.location.end])
+        outcome, p = claim_outcome(decided_by, judgement.verdict, judgement.score, verbatim=verbatim, target=target)
         return VerifiedClaim(
             self.claim,
             self.source.document_title,
             shifted,
             judgement.verdict,
             faithful,
-            judgement.judge or judge_name,
+            decided_by,
             judgement.rationale,
             judgement.score,
+            outcome=outcome,
+            p_supports=p,
         )
 
     def unjudged(self) -> VerifiedClaim:

@@ -68,8 +68,17 @@ class ClaimSerializer(serializers.Serializer):
     verdict = serializers.CharField(
         help_text="supports, partial, contradicts, not_found, hallucinated_quote, not_judged, or source_deleted (cannot be checked)"
     )
-    judge = serializers.CharField(allow_null=True)
+    judge = serializers.CharField(allow_null=True, help_text="who decided the claim: local, verifier, llm:groq, …")
     faithful = serializers.BooleanField(help_text="located and supported")
+    # Absent from answers recorded before claims had an outcome.
+    outcome = serializers.CharField(
+        required=False,
+        help_text="verified, flagged, or unsure: the local judge could not tell at the workspace's target precision — read the quote; "
+        "an unsure claim is neither supported nor hallucinated",
+    )
+    p_supports = serializers.FloatField(
+        required=False, allow_null=True, help_text="the local judge's calibrated probability that the quote supports the claim"
+    )
     # Absent from answers recorded before claims were read against the question.
     answer_score = serializers.FloatField(
         required=False, allow_null=True, help_text="the answer scorer's raw score that the quoted sentence answers the question"

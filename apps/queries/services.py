@@ -235,6 +235,7 @@ def answer_params_for(options: WorkspaceSettings) -> AnswerParams:
         answer_max_claims=options.answer_max_claims,
         web_search_enabled=options.web_search_enabled,
         web_results=options.web_results,
+        target_precision=options.judge_target_precision,
     )
 
 
@@ -356,6 +357,9 @@ def claim_row(v) -> dict:
         "answer_score": v.answer_score,
         "answers": v.answers,
         "faithful": v.faithful,
+        # verified / flagged / unsure, and the calibrated p(supports) it was decided from.
+        "outcome": v.outcome,
+        "p_supports": v.p_supports,
         # A quote missing from its cited source but found in another retrieved one.
         "misattributed": v.location.misattributed,
         "found_in": v.location.found_in,

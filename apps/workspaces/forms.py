@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings as django_settings
 
 from apps.core.forms import TextField
+from apps.pipeline.judging.selective import LOCAL_JUDGE_NAMES, unsure_share
 from apps.workspaces.models import Role, WorkspaceSettings
 from apps.workspaces.services import SETTINGS
 
@@ -42,7 +44,7 @@ class WorkspaceSettingsForm(forms.Form):
             "Candidates from each leg, their fusion, and how many go on after reranking.",
             ("dense_k", "keyword_k", "rrf_k", "dense_weight", "keyword_weight", "rerank_top_n"),
         ),
-        ("Answer and verification", "", ("answer_max_claims", "locator_threshold")),
+        ("Answer and verification", "", ("answer_max_claims", "locator_threshold", "judge_target_precision")),
         (
             "Trust score",
             "Confidence is the weighted mean of retrieval, source agreement and grounding; the cut-offs turn it into a risk label.",
@@ -66,6 +68,7 @@ class WorkspaceSettingsForm(forms.Form):
         for name, setting in SETTINGS.items():
             self.fields[name] = _field(setting)
             self.fields[name].disabled = read_only
+        self.fields["judge_target_precision"].help_text += _target_meaning(options.judge_target_precision)
 
     def groups(self):
         """(title, description, bound fields) for each fieldset of the page."""
@@ -118,3 +121,11 @@ class ProvidersForm(forms.Form):
             "keys": {"groq": data["groq_api_key"], "zhipuai": data["zhipuai_api_key"]},
             "clear": {name for name in ("groq", "zhipuai") if data[f"clear_{name}"]},
         }
+
+
+def _target_meaning(target: float) -> str:
+    """What the target does with the product's local judge, on the claims it was calibrated on."""
+    share = unsure_share(LOCAL_JUDGE_NAMES[django_settings.LOCAL_JUDGE], target)
+    if share is None:
+        return ""
+    return f" At {target:.2f}, {share:.0%} of the development claims (SciFact, HealthVer) would be unsure."

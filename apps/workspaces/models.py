@@ -127,6 +127,9 @@ class WorkspaceSettings(models.Model):
     dense_weight = models.FloatField(default=1.0)
     keyword_weight = models.FloatField(default=1.0)
     locator_threshold = models.FloatField(default=90.0)
+    # The precision the local judge must reach to verify or flag a claim on its own; between, the
+    # claim is unsure (apps/pipeline/judging/selective.py).
+    judge_target_precision = models.FloatField(default=0.95)
     # Verified mode refuses when the best reranked passage scores below this (0–1);
     # 0.25: how it was chosen is in docs/evaluation.md (bench_gate on SQuAD 2.0 dev).
     gate_threshold = models.FloatField(default=0.25)
@@ -166,6 +169,9 @@ class WorkspaceSettings(models.Model):
             models.CheckConstraint(condition=models.Q(chunk_overlap__lt=models.F("chunk_size")), name="settings_overlap_below_size"),
             models.CheckConstraint(condition=models.Q(locator_threshold__gte=0, locator_threshold__lte=100), name="settings_locator_0_100"),
             models.CheckConstraint(condition=models.Q(gate_threshold__gte=0, gate_threshold__lte=1), name="settings_gate_0_1"),
+            models.CheckConstraint(
+                condition=models.Q(judge_target_precision__gte=0.5, judge_target_precision__lte=0.99), name="settings_judge_target_0_5_0_99"
+            ),
             models.CheckConstraint(condition=models.Q(rerank_top_n__gte=1), name="settings_top_n_positive"),
             models.CheckConstraint(
                 condition=models.Q(max_document_chunks__gte=1, max_sheet_cells__gte=1), name="settings_document_limits_positive"

@@ -243,6 +243,14 @@ SETTINGS: dict[str, Setting] = {
     "crag_lower": Setting(float, 0, 1, "CRAG lower threshold", "Best passage below: Incorrect; passages below it are dropped."),
     "strip_threshold": Setting(float, 0, 1, "Strip threshold", "Sentences scoring below it are stripped from kept passages."),
     "locator_threshold": Setting(float, 0, 100, "Quote locator threshold", "Fuzzy match score (0–100) at which a quote counts as found."),
+    "judge_target_precision": Setting(
+        float,
+        0.5,
+        0.99,
+        "Judge target precision",
+        "How often the local judge must be right to verify or flag a claim on its own; a claim it is less sure of is shown as "
+        "not checked (read the quote), and with an LLM provider goes to the LLM.",
+    ),
     "trust_weight_retrieval": Setting(float, 0, 1, "Weight of retrieval confidence"),
     "trust_weight_agreement": Setting(float, 0, 1, "Weight of source agreement"),
     "trust_weight_grounding": Setting(float, 0, 1, "Weight of grounding"),

@@ -6,7 +6,19 @@ import itertools
 
 import pytest
 
-from apps.pipeline.judging.selective import FLAGGED, UNSURE, VERIFIED, Calibration, Thresholds, fit, judge_score, outcome
+from apps.pipeline.judging.selective import (
+    FLAGGED,
+    UNSURE,
+    VERIFIED,
+    Calibration,
+    Thresholds,
+    claim_outcome,
+    fit,
+    judge_score,
+    outcome,
+    unsure_share,
+)
+from apps.pipeline.trust import TrustWeights, trust_score
 from apps.pipeline.types import Claim, Location, VerifiedClaim
 from bench.verify import GoldClaim, judge_probabilities, selective_metrics
 
@@ -87,3 +99,36 @@ def test_selective_metrics_are_counted_by_hand():
     # faithful p: 0.95, 0.6, 0.7; unfaithful p: 0.92, 0.05, 0 — 7 of 9 pairs ranked right (0.92 beats 0.6 and 0.7).
     assert result["auroc"] == round(7 / 9, 4)
     assert 0.0 < result["ece"] < 1.0
+
+
+def test_the_target_precision_decides_what_the_local_judge_may_settle_on_its_own():
+    sure = {"verdict": "supports", "confidence": 0.99, "verbatim": False}
+    assert claim_outcome("local", sure["verdict"], sure["confidence"], verbatim=False, target=0.95)[0] == UNSURE
+    assert claim_outcome("local", sure["verdict"], sure["confidence"], verbatim=False, target=0.6)[0] == VERIFIED
+    assert unsure_share("local", 0.6) < unsure_share("local", 0.95)
+    assert claim_outcome("local", "not_found", 0.9, verbatim=True, target=0.95) == (VERIFIED, None), "a claim that is its quote"
+    assert claim_outcome("llm:groq", "contradicts", 0.8, verbatim=False, target=0.95) == (FLAGGED, None), "the LLM's verdict decides"
+    assert claim_outcome("llm:groq", "supports", 0.8, verbatim=False, target=0.95) == (VERIFIED, None)
+
+
+def test_an_unsure_claim_is_neither_supported_nor_hallucinated_in_the_trust_score_and_keeps_the_answer_from_low():
+    def claim(outcome: str, faithful: bool, p: float | None) -> VerifiedClaim:
+        location = Location("located", "exact", 100.0)
+        return VerifiedClaim(
+            Claim("c", 1, "q"),
+            "t",
+            location,
+            "supports" if faithful else "not_found",
+            faithful,
+            "local",
+            "",
+            0.9,
+            outcome=outcome,
+            p_supports=p,
+        )
+
+    verified = [claim("verified", True, None), claim("unsure", False, 0.6)]
+    trust = trust_score(retrieval=1.0, agreement=1.0, verified=verified, refused=False, weights=TrustWeights(low_cutoff=0.5))
+    assert trust.grounding == 0.8, "1 for the verified claim, p 0.6 for the unsure one"
+    assert trust.risk == "medium"
+    assert "1 of 2 claim(s) not checked by the local judge: read their quotes" in trust.reasons

@@ -326,6 +326,36 @@ def test_the_llm_judges_only_the_claims_the_local_judge_is_unsure_of_all_in_one_
     assert [a["purpose"] for a in run.attempts] == ["generate", "judge"]
 
 
+def test_a_claim_the_local_judge_is_unsure_of_says_so_everywhere_and_is_never_called_unsupported(personas, lighthouse, fake_llm):
+    # The LLM answers but no LLM grades: the local judge decides, and at the default target
+    # precision it cannot verify a claim in other words than its quote.
+    fake_llm.script("groq", {"content": GOOD}, {"content": "I think it is fine"})
+    fake_llm.script("zhipuai", {"status": 503})
+    run = ask(personas)
+    (claim,) = run.claims
+    assert claim["outcome"] == "unsure"
+    assert 0.0 <= claim["p_supports"] <= 1.0
+    assert run.risk != "low"
+    assert "1 of 1 claim(s) not checked by the local judge: read their quotes" in run.trust["reasons"]
+    page = personas.client("member").get(reverse("answer", args=["acme", run.pk])).content.decode()
+    assert "not checked by the local judge — read the quote" in page
+    assert "p(supports)" in page
+    api = personas.client("member").get(reverse("api_query", args=[personas.workspace_a.pk, run.pk])).json()
+    assert (api["claims"][0]["outcome"], api["claims"][0]["judge"]) == ("unsure", "local")
+    record = AuditRecord.objects.get(query_run_id=run.pk)
+    assert record.payload["stages"]["verify"]["claims"][0]["outcome"] == "unsure"
+    audit_page = personas.client("member").get(reverse("audit_detail", args=["acme", record.pk])).content.decode()
+    assert "not checked by the local judge — read the quote" in audit_page
+
+
+def test_a_claim_that_is_its_quote_is_verified_without_a_model(personas, lighthouse, fake_llm):
+    fake_llm.script("groq", {"content": answer_json((TALL, 1, TALL))})
+    run = ask(personas)
+    (claim,) = run.claims
+    assert (claim["outcome"], claim["judge"]) == ("verified", "local")
+    assert judge_calls(fake_llm, "groq") == [], "nothing for the LLM to read"
+
+
 def test_a_true_claim_with_a_fabricated_quote_is_flagged_without_a_judge_call(personas, lighthouse, fake_llm):
     fake_llm.script(
         "groq", {"content": answer_json(("The tower is 48 metres tall.", 1, "The tower rises 48 metres above the reef at high tide."))}

@@ -221,3 +221,17 @@ def test_the_reindex_notice_follows_each_document_s_own_chunking(personas):
     assert "Re-index to apply the new chunking" in page_text(client.get(url()))
     post(client, personas, chunk_size=800, chunk_overlap=120)
     assert "Re-index to apply the new chunking" not in page_text(client.get(url()))
+
+
+def test_the_judge_target_precision_says_what_it_means_and_refuses_what_is_out_of_range(personas):
+    client = personas.client("owner")
+    page = page_text(client.get(url()))
+    assert "Judge target precision" in page
+    assert "of the development claims (SciFact, HealthVer) would be unsure" in page
+    assert post(client, personas, judge_target_precision=0.8).status_code == 302
+    assert WorkspaceSettings.objects.get(workspace=personas.workspace_a).judge_target_precision == 0.8
+    assert "At 0.80," in page_text(client.get(url()))
+    for bad in (0.3, 1.0):
+        response = post(client, personas, judge_target_precision=bad)
+        assert response.status_code == 400
+        assert WorkspaceSettings.objects.get(workspace=personas.workspace_a).judge_target_precision == 0.8, "nothing saved"

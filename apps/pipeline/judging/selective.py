@@ -113,6 +113,36 @@ def outcome(probability: float | None, thresholds: Thresholds) -> str:
     return UNSURE
 
 
+def claim_outcome(judge: str, verdict: str, confidence: float | None, *, verbatim: bool, target: float) -> tuple[str, float | None]:
+    """(outcome, calibrated p(supports)) of a located claim: a claim that is its quote word for
+    word is verified; an LLM's verdict, or an uncalibrated judge's, decides (supports verifies,
+    anything else flags); a calibrated local judge's p decides at the target's thresholds, and
+    between them the claim is unsure."""
+    if verbatim:
+        return VERIFIED, None
+    calibration = calibrations().get(judge)
+    if calibration is None:
+        return (VERIFIED if verdict == "supports" else FLAGGED), None
+    p = calibration.probability(judge_score(verdict, 1.0 if confidence is None else confidence))
+    return outcome(p, calibration.thresholds(target)), round(p, 4)
+
+
+# settings.LOCAL_JUDGE → the name the judge grades under (and is calibrated under).
+LOCAL_JUDGE_NAMES = {"features": "local", "verifier": "verifier", "combined": "combined"}
+
+
+def unsure_share(judge: str, target: float) -> float | None:
+    """The share of the calibration claims that the judge would leave unsure at the target (what
+    a target means, shown where it is set); None for a judge without a calibration."""
+    calibration = calibrations().get(judge)
+    if calibration is None:
+        return None
+    thresholds = calibration.thresholds(target)
+    steps = list(zip(calibration.values, calibration.faithful, calibration.unfaithful, strict=True))
+    unsure = sum(f + u for value, f, u in steps if outcome(value, thresholds) == UNSURE)
+    return unsure / sum(f + u for _, f, u in steps)
+
+
 def judge_score(verdict: str, confidence: float) -> float:
     """A local judge's belief that the quote supports the claim, from its verdict and its
     confidence in it."""

@@ -41,16 +41,10 @@ sys.path.insert(0, str(ROOT))
 
 from apps.pipeline.combined_judge import COMBINED_MODEL_PATH, verifier_columns  # noqa: E402
 from apps.pipeline.embedding import get_embedder  # noqa: E402
-from apps.pipeline.judge import (  # noqa: E402
-    ANTONYMS,
-    FEATURES,
-    MODEL_PATH,
-    VERDICTS,
-    VERIFIER_FEATURES,
-    SoftmaxModel,
-    decide,
-    feature_matrix,
-)
+from apps.pipeline.judging.cues import ANTONYMS  # noqa: E402
+from apps.pipeline.judging.feature_judge import MODEL_PATH, SoftmaxModel, decide  # noqa: E402
+from apps.pipeline.judging.features import FEATURES, VERIFIER_FEATURES, feature_matrix  # noqa: E402
+from apps.pipeline.judging.verdicts import VERDICTS  # noqa: E402
 from apps.pipeline.text import sentence_spans  # noqa: E402
 from apps.pipeline.verification import locate_quote, passage_window  # noqa: E402
 from apps.pipeline.verifier import DEFAULT_PATH as VERIFIER_PATH  # noqa: E402

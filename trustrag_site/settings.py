@@ -49,7 +49,7 @@ WEB_TORCH_THREADS = env_int("WEB_TORCH_THREADS", 0, minimum=0, maximum=64)
 # measured plan, one (apps/core/serving.py).
 WORKER_TORCH_THREADS = env_int("WORKER_TORCH_THREADS", 0, minimum=0, maximum=64)
 # The local judge (stage 2 of verification without an LLM, the gate's answerability): "features"
-# (lexical cues + MiniLM similarity, apps/pipeline/judge.py), "verifier", TrustRAG's own trained
+# (lexical cues + MiniLM similarity, apps/pipeline/judging/feature_judge.py), "verifier", TrustRAG's own trained
 # model (also picks the local provider's sentences): the shipped int8 weights at VERIFIER_PATH, run
 # by onnxruntime with VERIFIER_THREADS threads a call, or "combined", the feature judge's model with
 # the verifier's probabilities as features (apps/pipeline/combined_judge.py). "features" stays the

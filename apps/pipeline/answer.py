@@ -5,8 +5,8 @@ with every collaborator passed in (`Tools`) and every setting in force passed in
 (`AnswerParams`), and returns the whole trace (`AnswerTrace`). It knows no Django: the caller
 (queries.services) loads the workspace's settings, builds the tools, persists the run and writes
 the audit record. `retrieve_and_rerank()` is its first two stages alone, for callers that score
-an answer written elsewhere (`assess()`) or measure retrieval; `reverify()` judges an answer
-given earlier again, against its sources' current text, with the judge `answer()` uses.
+an answer written elsewhere or measure retrieval (`apps/pipeline/rescoring.py` scores answers
+written elsewhere and judges earlier ones again, with the judge `answer()` uses).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from apps.pipeline.answering import AnswerReader, answering
 from apps.pipeline.corrective import CORRECT, CorrectiveParams, classify, keep_for, keyword_rewrite, refine
 from apps.pipeline.embedding import unpack_vectors
 from apps.pipeline.gate import REFUSAL, GateDecision, confidence_gate, unmatched_terms
-from apps.pipeline.generation import cite_sentences
 from apps.pipeline.judging.selective import DEFAULT_TARGET_PRECISION
 from apps.pipeline.llm_judge import LLMJudge
 from apps.pipeline.prompting import parse_rewrite, rewrite_messages
@@ -188,7 +187,7 @@ def answer(question: str, *, mode: str, params: AnswerParams, tools: Tools, cloc
     reply, attempts, verified = _generate_and_verify(question, gate, retrieved.query_vector, pool, refined, params, tools, clock)
     # 7. Score trust.
     with clock.stage("score") as note:
-        trust = _trust(reply, verified, pool, params.trust)
+        trust = answer_trust(reply, verified, pool, params.trust)
         refusal = refusal_of(gate, reply, retrieved.reranked, corrective) if trust.risk == REFUSED else None
         note["detail"] = (
             f"refused by {refusal.by}: no confidence given" if refusal else f"confidence {trust.confidence:.0%}, {trust.risk} risk"
@@ -219,77 +218,6 @@ def recall_stored_units(candidates: list[Candidate], embedder) -> None:
             reads, vectors = unit_reads(c.text, c.table_header), unpack_vectors(c.unit_vectors)
             if len(reads) == len(vectors):  # stored under the same reading of the passage
                 embedder.remember(reads, vectors)
-
-
-@dataclass(frozen=True)
-class Assessment:
-    """The verdicts and trust score of an answer that was written elsewhere."""
-
-    claims: list
-    trust: Trust
-    sources: list
-
-
-def assess(question: str, answer_text: str, *, params: AnswerParams, tools: Tools) -> Assessment:
-    """Score an answer given from outside (an evaluation set, bench_trust) the way `answer` scores
-    its own: retrieve and rerank for the question, cite each sentence of the answer to the
-    retrieved sentence closest to it, verify the claims and compute the trust components."""
-    pool = retrieve_and_rerank(question, params=params, tools=tools).reranked[: params.rerank_top_n]
-    sources = [s.candidate for s in pool]
-    claims = tuple(cite_sentences(question, answer_text, sources, tools.embedder))
-    given = Answer(text=answer_text, claims=claims, insufficient=not claims, provider="external")
-    verified = _read(
-        question,
-        verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=tools.local_judge, target=params.target_precision),
-        sources,
-        tools,
-    )
-    return Assessment(claims=verified, trust=_trust(given, verified, pool, params.trust), sources=sources)
-
-
-@dataclass(frozen=True)
-class Reverification:
-    """An earlier answer's claims judged again, its trust scored again, and by which judge."""
-
-    claims: list[VerifiedClaim]
-    trust: Trust
-    judge: str
-    attempts: list[dict]  # the judge's provider calls, as the run's attempts list them
-    ms: float
-
-
-def reverify(
-    given: Answer,
-    sources: list[Candidate],
-    *,
-    retrieval: float | None,
-    params: AnswerParams,
-    tools: Tools,
-    gone: frozenset[int] = frozenset(),
-    question: str = "",
-) -> Reverification:
-    """Locate and judge `given`'s claims again against `sources` as they read now, as `answer`
-    verifies its own; a claim citing a source in `gone` (its document deleted) cannot be checked
-    and says so; with `question`, each claim is read against it again. Retrieval's share of the
-    trust stays what it was when the answer was made."""
-    started = time.perf_counter()
-    judge = claim_judge(tools, params.target_precision)
-    verified = _read(
-        question,
-        verify_answer(given, sources, locator_threshold=params.locator_threshold, judge=judge, gone=gone, target=params.target_precision),
-        sources,
-        tools,
-    )
-    trust = trust_score(
-        retrieval=retrieval,
-        agreement=source_agreement(verified),
-        verified=verified,
-        refused=False,
-        weights=params.trust,
-        answering=answering(verified),
-    )
-    attempts = [asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])]
-    return Reverification(verified, trust, judge.name, attempts, round((time.perf_counter() - started) * 1000, 2))
 
 
 def claim_judge(tools: Tools, target: float = DEFAULT_TARGET_PRECISION):
@@ -438,12 +366,7 @@ def _generate_and_verify(question, gate, query_vector, pool, refined: dict, para
         note["detail"] = " → ".join(f"{a.provider} {a.outcome}" for a in attempts)
     judge = claim_judge(tools, params.target_precision)
     with clock.stage("verify") as note:
-        verified = _read(
-            question,
-            verify_answer(reply, sources, locator_threshold=params.locator_threshold, judge=judge, target=params.target_precision),
-            sources,
-            tools,
-        )
+        verified = verified_claims(question, reply, sources, params=params, tools=tools, judge=judge)
         note["detail"] = (
             f"{sum(v.faithful for v in verified)} of {len(verified)} claims faithful, judged by {judge.name}" + _answers_detail(verified)
         )
@@ -451,8 +374,14 @@ def _generate_and_verify(question, gate, query_vector, pool, refined: dict, para
     return reply, rows + [asdict(a) | {"purpose": "judge"} for a in getattr(judge, "attempts", [])], verified
 
 
-def _read(question: str, verified: list[VerifiedClaim], sources: list[Candidate], tools: Tools) -> list[VerifiedClaim]:
-    """The claims read against the question, when the tools have a reader."""
+def verified_claims(
+    question: str, given: Answer, sources: list[Candidate], *, params: AnswerParams, tools: Tools, judge, gone: frozenset[int] = frozenset()
+) -> list[VerifiedClaim]:
+    """`given`'s claims located and judged against `sources` at the workspace's locator threshold
+    and target precision, then read against the question when the tools have a reader."""
+    verified = verify_answer(
+        given, sources, locator_threshold=params.locator_threshold, judge=judge, gone=gone, target=params.target_precision
+    )
     return verified if tools.answers is None or not question else tools.answers.read(question, verified, sources)
 
 
@@ -461,7 +390,7 @@ def _answers_detail(verified: list[VerifiedClaim]) -> str:
     return "" if best is None else f"; the best-answering claim answers the question {best:.0%}"
 
 
-def _trust(reply: Answer, verified: list[VerifiedClaim], pool: list[Scored], weights: TrustWeights) -> Trust:
+def answer_trust(reply: Answer, verified: list[VerifiedClaim], pool: list[Scored], weights: TrustWeights) -> Trust:
     retrieval = max((s.score for s in pool), default=None)
     refused = reply.insufficient and not verified
     agreement = 0.0 if refused else source_agreement(verified)

@@ -2,7 +2,7 @@
 as three more features.
 
 Stage 2 reads, for each located quote, the feature judge's lexical cues and similarities
-(`apps.pipeline.judge.feature_matrix`) and the verifier's p(supports / contradicts / not_found)
+(`apps.pipeline.judging.features.feature_matrix`) and the verifier's p(supports / contradicts / not_found)
 on the quote with a sentence either side (`VerifierJudge.support_probabilities`), and weighs them
 with one softmax model (`judge_combined.json`, fitted by `scripts/train_judge.py --with-verifier`
 on the feature judge's training groups). The gate's answerability is read as the feature judge
@@ -19,17 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from apps.pipeline.judge import (
-    FEATURES,
-    VERIFIER_FEATURES,
-    JudgeRequest,
-    LocalJudge,
-    SoftmaxModel,
-    decide,
-    feature_matrix,
-    get_local_judge,
-    rationale,
-)
+from apps.pipeline.judging.feature_judge import LocalJudge, SoftmaxModel, decide, get_local_judge, rationale
+from apps.pipeline.judging.features import FEATURES, VERIFIER_FEATURES, feature_matrix
+from apps.pipeline.judging.verdicts import JudgeRequest
 from apps.pipeline.types import Judgement
 from apps.pipeline.verifier_judge import VerifierJudge, get_verifier_judge
 

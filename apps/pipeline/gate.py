@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from apps.pipeline.judge import is_negation, words
+from apps.pipeline.judging.cues import is_negation, words
 from apps.pipeline.mentions import unmentioned
 from apps.pipeline.opposites import opposed
 

@@ -14,8 +14,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 
-from apps.pipeline.judge import VERDICTS, JudgeRequest, judge_all
 from apps.pipeline.judging.selective import DEFAULT_TARGET_PRECISION, UNSURE, calibrations, claim_outcome
+from apps.pipeline.judging.verdicts import VERDICTS, JudgeRequest, judge_all
 from apps.pipeline.prompting import UnusableOutput, strip_fences
 from apps.pipeline.types import Judgement
 from apps.pipeline.verification import is_verbatim

@@ -11,7 +11,7 @@ from itertools import pairwise
 
 from rapidfuzz import fuzz
 
-from apps.pipeline.judge import STOP, fold, names_in, numbers_in, words
+from apps.pipeline.judging.cues import STOP, fold, names_in, numbers_in, words
 
 # A name matches a passage word of the same stem, or one a letter or two away once both are this
 # long (Hartmanis / "Hatmanis", Hervé / "Herve"); numbers match exactly.

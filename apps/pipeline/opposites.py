@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from apps.pipeline.judge import ANTONYMS, is_negation
+from apps.pipeline.judging.cues import ANTONYMS, is_negation
 
 _PAIRS = """
 hard soft | harder softer | hard easy | harder easier | hardest easiest | easy difficult |

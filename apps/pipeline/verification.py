@@ -20,8 +20,10 @@ from functools import lru_cache
 
 from rapidfuzz import fuzz
 
-from apps.pipeline.judge import Judge, get_local_judge, judge_all, numbers_in, polarity_words, words
+from apps.pipeline.judging.cues import numbers_in, polarity_words, words
+from apps.pipeline.judging.feature_judge import get_local_judge
 from apps.pipeline.judging.selective import DEFAULT_TARGET_PRECISION, claim_outcome
+from apps.pipeline.judging.verdicts import Judge, judge_all
 from apps.pipeline.text import is_table_row, sentence_spans, table_header
 from apps.pipeline.types import SOURCE_DELETED, Answer, Candidate, Claim, Judgement, Location, VerifiedClaim
 

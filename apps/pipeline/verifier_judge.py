@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from apps.pipeline.judge import JudgeRequest, lexical_features
+from apps.pipeline.judging.features import lexical_features
+from apps.pipeline.judging.verdicts import JudgeRequest
 from apps.pipeline.types import Judgement
 from apps.pipeline.verification import passage_window
 from apps.pipeline.verifier import Verifier

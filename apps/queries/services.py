@@ -16,14 +16,15 @@ from apps.core.broker import send_on_commit
 from apps.core.errors import ApplicationError
 from apps.core.guard import clean_text
 from apps.documents.selectors import chunk_citations_get, chunk_search
-from apps.pipeline.answer import AnswerParams, AnswerTrace, Assessment, StageClock, Tools, answer, assess
+from apps.pipeline.answer import AnswerParams, AnswerTrace, StageClock, Tools, answer
 from apps.pipeline.answering import AnswerReader
 from apps.pipeline.combined_judge import CombinedJudge, get_combined_judge
 from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import product_embedder
-from apps.pipeline.judge import LocalJudge, get_local_judge
+from apps.pipeline.judging.feature_judge import LocalJudge, get_local_judge
 from apps.pipeline.providers import ChatProvider, LocalProvider, Router
 from apps.pipeline.rerank import get_reranker
+from apps.pipeline.rescoring import Assessment, assess
 from apps.pipeline.retrieval import RetrievalParams
 from apps.pipeline.trust import TrustWeights
 from apps.pipeline.verifier_judge import VerifierJudge, get_verifier_judge
@@ -398,6 +399,6 @@ def _clean_question(question: str) -> str:
 
 def answer_assess(*, workspace: Workspace, question: str, answer_text: str) -> Assessment:
     """Score an answer given from outside (an evaluation set, bench_trust) the way the pipeline
-    scores its own (see `apps.pipeline.answer.assess`), with the workspace's settings and documents."""
+    scores its own (see `apps.pipeline.rescoring.assess`), with the workspace's settings and documents."""
     options = settings_get(workspace=workspace)
     return assess(question, answer_text, params=answer_params_for(options), tools=tools_for(workspace, options))

@@ -18,7 +18,7 @@ from apps.audits.selectors import audit_record_for_run
 from apps.audits.services import audit_record_create, audit_source_change_note
 from apps.core.errors import ApplicationError
 from apps.documents.models import Document
-from apps.pipeline.answer import reverify
+from apps.pipeline.rescoring import reverify
 from apps.pipeline.types import Answer, Candidate, Claim
 from apps.queries.models import QueryRun, QueryStatus
 from apps.queries.services import answer_params_for, claim_row, tools_for, trust_row

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from apps.pipeline.combined_judge import COMBINED_MODEL_PATH, CombinedJudge, combined_rows, get_combined_judge
-from apps.pipeline.judge import FEATURES, MODEL_PATH, VERIFIER_FEATURES, SoftmaxModel, get_local_judge
+from apps.pipeline.judging.feature_judge import MODEL_PATH, SoftmaxModel, get_local_judge
+from apps.pipeline.judging.features import FEATURES, VERIFIER_FEATURES
 from apps.pipeline.verifier import DEFAULT_PATH
 from tests.pipeline.test_judge import PASSAGE, QUOTE
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from apps.pipeline.judge import FEATURES, MODEL_PATH, SoftmaxModel, get_local_judge, judge_all, lexical_features, numbers_in, quantities_in
+from apps.pipeline.judging.cues import numbers_in, quantities_in
+from apps.pipeline.judging.feature_judge import MODEL_PATH, SoftmaxModel, get_local_judge
+from apps.pipeline.judging.features import FEATURES, lexical_features
+from apps.pipeline.judging.verdicts import judge_all
 
 PASSAGE = (
     "Background: vitamin D deficiency is common in older adults. "

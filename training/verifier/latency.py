@@ -110,7 +110,7 @@ def judges_latency(reps: int) -> None:
     gate's answerability (the passage's sentence nearest the question) + 3 claims judged against
     their located quotes."""
     from apps.pipeline.combined_judge import get_combined_judge
-    from apps.pipeline.judge import get_local_judge
+    from apps.pipeline.judging.feature_judge import get_local_judge
     from apps.pipeline.verifier_judge import get_verifier_judge
 
     claims = [c for c in D.load_claims() if D.is_held_out(c) and c.dataset == "scifact" and c.quote_status == "verbatim"]

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.pipeline.combined_judge import get_combined_judge
-from apps.pipeline.judge import get_local_judge
+from apps.pipeline.judging.feature_judge import get_local_judge
 from apps.pipeline.judging.selective import DEFAULT_TARGET_PRECISION, Thresholds, calibrations
 from apps.pipeline.llm_judge import LLMJudge
 from apps.pipeline.providers import ChatProvider, Router

@@ -235,3 +235,20 @@ def test_the_judge_target_precision_says_what_it_means_and_refuses_what_is_out_o
         response = post(client, personas, judge_target_precision=bad)
         assert response.status_code == 400
         assert WorkspaceSettings.objects.get(workspace=personas.workspace_a).judge_target_precision == 0.8, "nothing saved"
+
+
+def test_the_judge_target_precision_is_changed_through_the_api_and_a_value_out_of_range_is_refused(personas):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {personas.api_key('admin')}")
+    settings_url = reverse("api_settings", args=[personas.workspace_a.pk])
+    assert api.get(settings_url).json()["judge_target_precision"] == 0.95
+    refused = api.patch(settings_url, {"judge_target_precision": 1.0}, format="json")
+    assert refused.status_code == 400
+    assert "Judge target precision" in refused.json()["error"]["message"]
+    assert api.patch(settings_url, {"judge_target_precision": 0.9}, format="json").json()["judge_target_precision"] == 0.9
+    viewer = APIClient()
+    viewer.credentials(HTTP_AUTHORIZATION=f"Bearer {personas.api_key('viewer')}")
+    assert viewer.patch(settings_url, {"judge_target_precision": 0.8}, format="json").status_code == 403
+    assert WorkspaceSettings.objects.get(workspace=personas.workspace_a).judge_target_precision == 0.9

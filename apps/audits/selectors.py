@@ -15,7 +15,7 @@ from apps.workspaces.tenancy import access
 
 RISKS = ("low", "medium", "high")
 MODES = ("verified", "naive")
-VERDICTS = ("supports", "partial", "contradicts", "not_found", "hallucinated_quote", "not_judged", "source_deleted")
+VERDICTS = ("supports", "partial", "contradicts", "not_found", "hallucinated_quote", "not_judged", "source_deleted", "unsure")
 SORTS = {
     "newest": (F("sequence").desc(),),
     "oldest": (F("sequence").asc(),),

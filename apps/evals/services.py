@@ -174,8 +174,7 @@ def _summary(run: QueryRun, question: EvalQuestion) -> dict:
         "answer": run.answer,
         "risk": run.risk,
         "confidence": run.confidence,
-        # A claim the local judge left unsure shows as such, never as its tentative verdict.
-        "verdicts": ["unsure" if c.get("outcome") == "unsure" else c["verdict"] for c in run.claims],
+        "verdicts": [c["verdict"] for c in run.claims],
         "gate": run.gate,
     }
 

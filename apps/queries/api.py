@@ -66,7 +66,11 @@ class ClaimSerializer(serializers.Serializer):
     start = serializers.IntegerField(allow_null=True, help_text="offset of the quote in the document's text")
     end = serializers.IntegerField(allow_null=True)
     verdict = serializers.CharField(
-        help_text="supports, partial, contradicts, not_found, hallucinated_quote, not_judged, or source_deleted (cannot be checked)"
+        help_text="supports, partial, contradicts, not_found, hallucinated_quote, not_judged, source_deleted (cannot be checked), "
+        "or unsure (not checked by the local judge: read the quote)"
+    )
+    local_verdict = serializers.CharField(
+        required=False, allow_null=True, help_text="for an unsure claim, the local judge's tentative verdict; null otherwise"
     )
     judge = serializers.CharField(allow_null=True, help_text="who decided the claim: local, verifier, llm:groq, …")
     faithful = serializers.BooleanField(help_text="located and supported")

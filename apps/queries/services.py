@@ -22,6 +22,7 @@ from apps.pipeline.combined_judge import CombinedJudge, get_combined_judge
 from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import product_embedder
 from apps.pipeline.judging.feature_judge import LocalJudge, get_local_judge
+from apps.pipeline.judging.selective import UNSURE
 from apps.pipeline.providers import ChatProvider, LocalProvider, Router
 from apps.pipeline.rerank import get_reranker
 from apps.pipeline.rescoring import Assessment, assess
@@ -349,7 +350,10 @@ def claim_row(v) -> dict:
         "locator_detail": v.location.detail,
         "start": v.location.start,
         "end": v.location.end,
-        "verdict": v.verdict,
+        # A claim the local judge left unsure is stored as such, never as its tentative verdict
+        # (kept apart, as local_verdict): it was not found wanting, only not checked.
+        "verdict": UNSURE if v.outcome == UNSURE else v.verdict,
+        "local_verdict": v.verdict if v.outcome == UNSURE else None,
         "judge": v.judge,
         "judge_score": v.judge_score,
         "rationale": v.rationale,

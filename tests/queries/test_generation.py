@@ -333,7 +333,7 @@ def test_a_claim_the_local_judge_is_unsure_of_says_so_everywhere_and_is_never_ca
     fake_llm.script("zhipuai", {"status": 503})
     run = ask(personas)
     (claim,) = run.claims
-    assert claim["outcome"] == "unsure"
+    assert (claim["outcome"], claim["verdict"]) == ("unsure", "unsure")
     assert 0.0 <= claim["p_supports"] <= 1.0
     assert run.risk != "low"
     assert "1 of 1 claim(s) not checked by the local judge: read their quotes" in run.trust["reasons"]
@@ -346,6 +346,13 @@ def test_a_claim_the_local_judge_is_unsure_of_says_so_everywhere_and_is_never_ca
     assert record.payload["stages"]["verify"]["claims"][0]["outcome"] == "unsure"
     audit_page = personas.client("member").get(reverse("audit_detail", args=["acme", record.pk])).content.decode()
     assert "not checked by the local judge — read the quote" in audit_page
+    # Found among the unsure, never among the unsupported.
+    listed = {
+        v: personas.client("member").get(reverse("audit_list", args=["acme"]), {"verdict": v}).content.decode()
+        for v in ("unsure", claim["local_verdict"])
+    }
+    assert str(record.pk) in listed["unsure"]
+    assert str(record.pk) not in listed[claim["local_verdict"]]
 
 
 def test_a_claim_that_is_its_quote_is_verified_without_a_model(personas, lighthouse, fake_llm):
@@ -372,4 +379,7 @@ def test_when_no_llm_answers_the_judge_call_the_local_judge_grades(personas, lig
     (claim,) = run.claims
     assert claim["judge"] == "local"
     assert "no LLM provider answered" in claim["rationale"]
-    assert claim["verdict"] in {"supports", "partial", "contradicts", "not_found"}
+    # The local judge cannot verify a paraphrase at the default target: it says so, and keeps
+    # its tentative verdict apart.
+    assert claim["verdict"] == "unsure"
+    assert claim["local_verdict"] in {"supports", "partial", "contradicts", "not_found"}

@@ -8,7 +8,7 @@ register = template.Library()
 
 
 # Words whose plain reading would mislead: a claim whose document is gone was not found wanting.
-_LABELS = {"source_deleted": "source deleted — cannot be checked"}
+_LABELS = {"source_deleted": "source deleted — cannot be checked", "unsure": "not checked by the local judge — read the quote"}
 
 
 @register.filter

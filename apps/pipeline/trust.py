@@ -95,7 +95,7 @@ def trust_score(
         if risk == LOW and answering < weights.low_cutoff:
             risk = MEDIUM
             reasons.append(f"never Low while it may not answer the question (Low needs {weights.low_cutoff:.0%})")
-    unsafe = sorted({v.verdict for v in verified if v.verdict in UNSAFE_VERDICTS})
+    unsafe = sorted({v.verdict for v in verified if v.verdict in UNSAFE_VERDICTS and v.outcome != UNSURE})
     if unsafe and risk == LOW:
         risk = MEDIUM
         reasons.append(f"never Low with a claim judged {' / '.join(unsafe)}")

@@ -132,3 +132,7 @@ def test_an_unsure_claim_is_neither_supported_nor_hallucinated_in_the_trust_scor
     assert trust.grounding == 0.8, "1 for the verified claim, p 0.6 for the unsure one"
     assert trust.risk == "medium"
     assert "1 of 2 claim(s) not checked by the local judge: read their quotes" in trust.reasons
+    leaning = [claim("verified", True, None), claim("unsure", False, 0.3)]
+    leaning[1] = VerifiedClaim(**{**leaning[1].__dict__, "verdict": "contradicts"})
+    reasons = trust_score(retrieval=1.0, agreement=1.0, verified=leaning, refused=False, weights=TrustWeights()).reasons
+    assert not any("judged contradicts" in r for r in reasons), "an unsure claim's tentative verdict is never named as found"

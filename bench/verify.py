@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from apps.pipeline.judging.selective import FLAGGED, UNSURE, VERIFIED, Calibration, Thresholds, judge_score, outcome
+from apps.pipeline.judging.selective import FLAGGED, UNSURE, VERIFIED, Calibration, judge_score
 from apps.pipeline.types import VerifiedClaim
 from bench.calibration import expected_calibration_error
 from bench.common import auroc
@@ -95,12 +95,11 @@ def judge_probabilities(predicted: list[VerifiedClaim], calibration: Calibration
     return scores
 
 
-def selective_metrics(golds: list[GoldClaim], probabilities: list[float | None], thresholds: Thresholds) -> dict:
-    """BENCHMARKS.md's `auroc`, `ece` and `selective` (verified / flagged / unsure at `thresholds`);
-    a claim whose quote was not located counts with p = 0 and is flagged."""
+def selective_metrics(golds: list[GoldClaim], probabilities: list[float | None], outcomes: list[str]) -> dict:
+    """BENCHMARKS.md's `auroc`, `ece` and `selective` (of the claims' verified / flagged / unsure
+    outcomes); a claim whose quote was not located counts with p = 0."""
     p = [0.0 if q is None else q for q in probabilities]
     faithful = [g.faithful for g in golds]
-    outcomes = [outcome(q, thresholds) for q in probabilities]
     verified = [f for f, o in zip(faithful, outcomes, strict=True) if o == VERIFIED]
     flagged = [f for f, o in zip(faithful, outcomes, strict=True) if o == FLAGGED]
     n_faithful = sum(faithful)

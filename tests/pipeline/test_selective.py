@@ -94,7 +94,7 @@ def test_selective_metrics_are_counted_by_hand():
     p = judge_probabilities(predicted, None)
     assert p[3] == pytest.approx(0.05)
     assert p[4] is None
-    result = selective_metrics(golds, p, Thresholds(0.95, verify=0.9, flag=0.1))
+    result = selective_metrics(golds, p, [outcome(q, Thresholds(0.95, verify=0.9, flag=0.1)) for q in p])
     assert result["selective"] == {"verified_precision": 0.5, "verified_recall": 0.3333, "flagged_precision": 1.0, "unsure_rate": 0.3333}
     # faithful p: 0.95, 0.6, 0.7; unfaithful p: 0.92, 0.05, 0 — 7 of 9 pairs ranked right (0.92 beats 0.6 and 0.7).
     assert result["auroc"] == round(7 / 9, 4)

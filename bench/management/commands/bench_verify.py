@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.pipeline.combined_judge import get_combined_judge
 from apps.pipeline.judging.feature_judge import get_local_judge
-from apps.pipeline.judging.selective import DEFAULT_TARGET_PRECISION, Thresholds, calibrations
+from apps.pipeline.judging.selective import calibrations
 from apps.pipeline.llm_judge import LLMJudge
 from apps.pipeline.providers import ChatProvider, Router
 from apps.pipeline.types import Answer, Candidate, Claim, VerifiedClaim
@@ -60,7 +60,9 @@ class Command(BaseCommand):
         predicted = verify_all(golds, documents, verifier, locator_threshold)
         seconds = time.perf_counter() - started
         result = {"n": len(golds), "judge": verifier.name} | verify_metrics(golds, predicted) | {"seconds": round(seconds, 2)}
-        result |= selective_metrics(golds, judge_probabilities(predicted, calibrations().get(verifier.name)), _thresholds(verifier.name))
+        # The outcomes are the product's own, at the default target (verify_answer decides them).
+        probabilities = judge_probabilities(predicted, calibrations().get(verifier.name))
+        result |= selective_metrics(golds, probabilities, [claim.outcome for claim in predicted])
         emit(result, json_path, self.stdout)
 
 
@@ -77,14 +79,6 @@ def grading_judge(name: str, local_name: str):
     if not router.can_chat:
         raise CommandError("--judge llm needs an LLM provider: set GROQ_API_KEY or ZHIPUAI_API_KEY (or use --judge local).")
     return LLMJudge(router, local)
-
-
-def _thresholds(judge_name: str) -> Thresholds:
-    """The product's default target precision, through the judge's calibration; a judge without
-    one (the LLM's confidence) is taken at its word: p at the target verifies, at 1 − target flags."""
-    if calibration := calibrations().get(judge_name):
-        return calibration.thresholds(DEFAULT_TARGET_PRECISION)
-    return Thresholds(DEFAULT_TARGET_PRECISION, DEFAULT_TARGET_PRECISION, 1 - DEFAULT_TARGET_PRECISION)
 
 
 def _verifier():

@@ -18,7 +18,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.pipeline.judging.selective import CALIBRATION_PATH, DEFAULT_TARGET_PRECISION, fit, judge_score
+from apps.pipeline.judging.selective import CALIBRATION_PATH, DEFAULT_TARGET_PRECISION, fit, judge_score, outcome
 from bench.calibration import reliability
 from bench.common import data_path, emit, progress
 from bench.management.commands.bench_verify import LOCATOR_THRESHOLD, grading_judge, read_claims, read_corpus, verify_all
@@ -70,7 +70,8 @@ class Command(BaseCommand):
                 held = [(g, c) for g, c in zip(golds, predicted, strict=True) if not calibrating(g.source_id)]
                 held_golds, held_claims = [g for g, _ in held], [c for _, c in held]
                 p = judge_probabilities(held_claims, calibration)
-                report[set_name] = {"held_out_claims": len(held)} | selective_metrics(held_golds, p, thresholds)
+                outcomes = [outcome(q, thresholds) for q in p]
+                report[set_name] = {"held_out_claims": len(held)} | selective_metrics(held_golds, p, outcomes)
                 report[set_name]["reliability"] = reliability([q or 0.0 for q in p], [g.faithful for g in held_golds], BANDS)
             result["judges"][name] = report
             stored[local.name] = {

@@ -1,7 +1,6 @@
 """Fit the local support judge (apps/pipeline/judge_model.json) on development claims.
 
     .venv/bin/python scripts/train_judge.py [--data /work/shared/data] [--split-dir var/verify-split] [--curve]
-    .venv/bin/python scripts/train_judge.py --with-verifier   # the combined judge: judge_combined.json
 
 Data: SciFact train claims and HealthVer dev claims, plus claims derived from sentences of the
 training documents by edits whose verdict is known: contradicts for a changed number or unit, an
@@ -39,16 +38,13 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from apps.pipeline.combined_judge import COMBINED_MODEL_PATH, verifier_columns  # noqa: E402
 from apps.pipeline.embedding import get_embedder  # noqa: E402
 from apps.pipeline.judging.cues import ANTONYMS  # noqa: E402
 from apps.pipeline.judging.feature_judge import MODEL_PATH, SoftmaxModel, decide  # noqa: E402
-from apps.pipeline.judging.features import FEATURES, VERIFIER_FEATURES, feature_matrix  # noqa: E402
+from apps.pipeline.judging.features import FEATURES, feature_matrix  # noqa: E402
 from apps.pipeline.judging.verdicts import VERDICTS  # noqa: E402
 from apps.pipeline.text import sentence_spans  # noqa: E402
 from apps.pipeline.verification import locate_quote, passage_window  # noqa: E402
-from apps.pipeline.verifier import DEFAULT_PATH as VERIFIER_PATH  # noqa: E402
-from apps.pipeline.verifier_judge import get_verifier_judge  # noqa: E402
 from training.claims import HELD_OUT_SHARE, bucket, load_claims  # noqa: E402
 from training.claims import Claim as Row  # noqa: E402
 
@@ -464,12 +460,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=Path("/work/shared/data"))
     parser.add_argument("--split-dir", type=Path, default=ROOT / "var/verify-split")
-    parser.add_argument("--out", type=Path, help=f"default {MODEL_PATH.name}, with --with-verifier {COMBINED_MODEL_PATH.name}")
+    parser.add_argument("--out", type=Path, help=f"default {MODEL_PATH.name}")
     parser.add_argument("--cache", type=Path, default=ROOT / "var/judge-embeddings.npz")
-    parser.add_argument("--with-verifier", action="store_true", help="the combined judge: the verifier's probabilities as features")
     parser.add_argument("--curve", action="store_true", help="record held-out figures for growing shares of the training groups")
     args = parser.parse_args()
-    out = args.out or (COMBINED_MODEL_PATH if args.with_verifier else MODEL_PATH)
+    out = args.out or MODEL_PATH
     torch.set_num_threads(1)  # a shared 2-core machine: one thread is faster than two that contend
     started = time.perf_counter()
     rng = random.Random(SEED)
@@ -492,11 +487,6 @@ def main() -> None:
     held_rows, held_requests = judge_requests([r for r in held_out + synthetic_held if r.quote_status == "verbatim"])
     x_held, held_readings, _ = feature_matrix(held_requests, embedder)
     features = FEATURES
-    if args.with_verifier:
-        verifier = get_verifier_judge(str(VERIFIER_PATH), 1)
-        x_train = np.hstack([x_train, verifier_columns(verifier, train_requests)])
-        x_held = np.hstack([x_held, verifier_columns(verifier, held_requests)])
-        features = FEATURES + VERIFIER_FEATURES
 
     share = {"scifact": 1.0, "healthver": 0.6, "synthetic": 1.0}
     l2, threshold, validation = tune(x_train, y_train, train_readings, train_rows, share, features)

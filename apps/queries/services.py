@@ -18,7 +18,6 @@ from apps.core.guard import clean_text
 from apps.documents.selectors import chunk_citations_get, chunk_search
 from apps.pipeline.answer import AnswerParams, AnswerTrace, StageClock, Tools, answer
 from apps.pipeline.answering import AnswerReader
-from apps.pipeline.combined_judge import CombinedJudge, get_combined_judge
 from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import product_embedder
 from apps.pipeline.judging.feature_judge import LocalJudge, get_local_judge
@@ -197,13 +196,11 @@ def answer_reader_get() -> AnswerReader:
     return AnswerReader.of(f"{judge.name}-answerability", judge.answerability)
 
 
-def local_judge_get() -> VerifierJudge | LocalJudge | CombinedJudge:
+def local_judge_get() -> VerifierJudge | LocalJudge:
     """The product's local judge (settings.LOCAL_JUDGE), loaded once per process: stage 2 of
     verification when no LLM grades a claim, and the gate's answerability."""
     if settings.LOCAL_JUDGE == "verifier":
         return get_verifier_judge(str(settings.VERIFIER_PATH), settings.VERIFIER_THREADS)
-    if settings.LOCAL_JUDGE == "combined":
-        return get_combined_judge(str(settings.VERIFIER_PATH), settings.VERIFIER_THREADS)
     return get_local_judge()
 
 

@@ -110,13 +110,15 @@ def test_bench_verify_reports_the_fixed_keys_and_exact_confusion_counts(tmp_path
     assert json.loads(json_path.read_text()) == result
 
 
-def test_bench_verify_grades_with_the_combined_judge_when_asked(tmp_path):
+def test_bench_verify_grades_with_the_verifier_when_asked_and_the_retired_combined_judge_is_no_choice(tmp_path):
     corpus, claims = write_inputs(tmp_path)
     out = StringIO()
-    call_command("bench_verify", corpus=str(corpus), claims=str(claims), local_judge="combined", stdout=out, stderr=StringIO())
+    call_command("bench_verify", corpus=str(corpus), claims=str(claims), local_judge="verifier", stdout=out, stderr=StringIO())
     result = json.loads(out.getvalue().strip().splitlines()[-1])
-    assert result["judge"] == "combined"
-    assert result["confusion"] == {"tp": 3, "fp": 0, "tn": 2, "fn": 0}
+    assert result["judge"] == "verifier"
+    assert result["confusion"]["tp"] >= 1, "the fabricated quote is flagged whatever the judge"
+    with pytest.raises(CommandError, match="invalid choice"):
+        call_command("bench_verify", "--corpus", str(corpus), "--claims", str(claims), "--local-judge", "combined", stdout=StringIO())
 
 
 def test_bench_verify_with_the_llm_judge_needs_a_provider(tmp_path, settings):

@@ -1,5 +1,5 @@
 """LOCAL_JUDGE picks the local judge of every answer: the feature judge (the default),
-TrustRAG's own verifier or both combined, named in each claim and used for the gate's answerability."""
+or TrustRAG's own verifier, named in each claim and used for the gate's answerability."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def ask(personas):
     )
 
 
-@pytest.mark.parametrize(("choice", "name"), [("features", "local"), ("verifier", "verifier"), ("combined", "combined")])
+@pytest.mark.parametrize(("choice", "name"), [("features", "local"), ("verifier", "verifier")])
 def test_the_configured_local_judge_grades_the_claims_and_the_gate(personas, lighthouse, settings, choice, name):  # noqa: F811
     settings.LOCAL_JUDGE = choice
     run = ask(personas)

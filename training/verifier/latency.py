@@ -109,7 +109,6 @@ def judges_latency(reps: int) -> None:
     """The budget of issue #16 in one run, for the local judges as the product calls them: the
     gate's answerability (the passage's sentence nearest the question) + 3 claims judged against
     their located quotes."""
-    from apps.pipeline.combined_judge import get_combined_judge
     from apps.pipeline.judging.feature_judge import get_local_judge
     from apps.pipeline.verifier_judge import get_verifier_judge
 
@@ -124,7 +123,6 @@ def judges_latency(reps: int) -> None:
     judges = (
         ("features", get_local_judge()),
         ("verifier", get_verifier_judge(str(DEFAULT_PATH), 1)),
-        ("combined", get_combined_judge(str(DEFAULT_PATH), 1)),
     )
     for name, judge in judges:
         get_local_judge().embedder.forget()  # each judge starts cold: the embedder caches recent vectors

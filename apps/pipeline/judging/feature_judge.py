@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from apps.pipeline.embedding import get_embedder
-from apps.pipeline.judging.features import MODEL_FEATURES, Reading, feature_matrix
+from apps.pipeline.judging.features import FEATURES, Reading, feature_matrix
 from apps.pipeline.judging.verdicts import JudgeRequest
 from apps.pipeline.types import Judgement
 
@@ -56,7 +56,7 @@ class SoftmaxModel:
     @classmethod
     def load(cls, path: Path) -> SoftmaxModel:
         data = json.loads(path.read_text())
-        if tuple(data["features"]) not in MODEL_FEATURES:
+        if tuple(data["features"]) != FEATURES:
             raise ValueError(f"{path} was trained on other features; run scripts/train_judge.py")
         return cls(
             features=tuple(data["features"]),

@@ -78,10 +78,6 @@ FEATURES = (
     "partial_cue",
     "clean_match",
 )
-# The verifier's support head on the quote with a sentence either side (apps/pipeline/verifier.py):
-# extra features of the combined judge (apps/pipeline/combined_judge.py).
-VERIFIER_FEATURES = ("verifier_supports", "verifier_contradicts", "verifier_not_found")
-MODEL_FEATURES = (FEATURES, FEATURES + VERIFIER_FEATURES)  # the feature sets a model file may name
 
 
 @dataclass(frozen=True)

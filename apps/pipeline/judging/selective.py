@@ -128,7 +128,7 @@ def claim_outcome(judge: str, verdict: str, confidence: float | None, *, verbati
 
 
 # settings.LOCAL_JUDGE → the name the judge grades under (and is calibrated under).
-LOCAL_JUDGE_NAMES = {"features": "local", "verifier": "verifier", "combined": "combined"}
+LOCAL_JUDGE_NAMES = {"features": "local", "verifier": "verifier"}
 
 
 def unsure_share(judge: str, target: float) -> float | None:

@@ -17,7 +17,6 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.pipeline.combined_judge import get_combined_judge
 from apps.pipeline.judging.feature_judge import get_local_judge
 from apps.pipeline.judging.selective import calibrations
 from apps.pipeline.llm_judge import LLMJudge
@@ -44,9 +43,9 @@ class Command(BaseCommand):
         parser.add_argument("--judge", choices=("local", "llm"), default="local")
         parser.add_argument(
             "--local-judge",
-            choices=("product", "verifier", "features", "combined"),
+            choices=("product", "verifier", "features"),
             default="product",
-            help="which local judge: the product's (settings.LOCAL_JUDGE), TrustRAG's trained verifier, the feature judge or both combined",
+            help="which local judge: the product's (settings.LOCAL_JUDGE), TrustRAG's trained verifier or the feature judge",
         )
         parser.add_argument("--locator-threshold", type=float, default=LOCATOR_THRESHOLD)
         parser.add_argument("--json", dest="json_path")
@@ -68,7 +67,11 @@ class Command(BaseCommand):
 
 def grading_judge(name: str, local_name: str):
     """The judge bench_verify (and calibrate_judges) grade with: a local judge by name, or the LLM judge over it."""
-    local = {"product": local_judge_get, "features": get_local_judge, "verifier": _verifier, "combined": _combined}[local_name]()
+    local = {
+        "product": local_judge_get,
+        "features": get_local_judge,
+        "verifier": _verifier,
+    }[local_name]()
     local.judge("warm up", "The model is loaded before the clock starts.", 0, 10)
     if name != "llm":
         return local
@@ -83,10 +86,6 @@ def grading_judge(name: str, local_name: str):
 
 def _verifier():
     return get_verifier_judge(str(settings.VERIFIER_PATH), settings.VERIFIER_THREADS)
-
-
-def _combined():
-    return get_combined_judge(str(settings.VERIFIER_PATH), settings.VERIFIER_THREADS)
 
 
 def verify_all(golds: list[GoldClaim], documents: dict[str, tuple[str, str]], judge, threshold: float) -> list[VerifiedClaim]:

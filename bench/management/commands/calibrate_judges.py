@@ -28,7 +28,7 @@ SETS = {
     "scifact": (("scifact", "claims_corpus.jsonl.gz"), ("scifact", "claims_train.jsonl")),
     "healthver": (("healthver", "corpus.jsonl"), ("healthver", "claims.jsonl")),
 }
-JUDGES = ("features", "verifier", "combined")
+JUDGES = ("features", "verifier")
 BANDS = tuple(i / 10 for i in range(11))
 
 

@@ -170,13 +170,15 @@ def evaluate(model: VerifierNet, tokenizer, samples: dict[str, list[tuple[str, s
     return figures
 
 
-def eval_samples(n: int, seed: int) -> tuple[dict[str, list[tuple[str, str, int]]], list[D.Claim]]:
+def eval_samples(n: int, seed: int, test_sets: list[str] = ()) -> tuple[dict[str, list[tuple[str, str, int]]], list[D.Claim]]:
     claims = D.load_claims()
     samples = {
         "scifact": D.held_out_claims(claims, "scifact", n, seed),
         "healthver": D.held_out_claims(claims, "healthver", n, seed),
         "squad2": D.squad_pairs(n, seed),
     }
+    # The leave-out protocol's test sides (never trained on by any run): "test_<set>".
+    samples |= {f"test_{name}": rows for name, rows in D.test_samples(list(test_sets), n, seed).items()}
     return samples, claims
 
 
@@ -225,7 +227,15 @@ def build_examples(args: argparse.Namespace) -> tuple[list[D.Example], list[D.Cl
         examples = [
             e
             for epoch in range(args.epochs)
-            for e in D.shipped_mix(args.nli_pairs, args.answer_pairs, args.seed + epoch, synth_qa_pairs=args.synth_qa_pairs)
+            for e in D.shipped_mix(
+                args.nli_pairs,
+                args.answer_pairs,
+                args.seed + epoch,
+                synth_qa_pairs=args.synth_qa_pairs,
+                synth_claim_pairs=args.synth_claim_pairs,
+                leave_out=frozenset(args.leave_out),
+                squad_pairs=args.squad_pairs,
+            )
         ]
     return examples, claims
 
@@ -247,7 +257,12 @@ def licence_table(examples: list[D.Example]) -> dict:
     } | {
         "scifact_heldout": {"pairs": 0, "licence": "CC BY-NC 2.0", "commercial_ok": False, "role": "measure only"},
         "healthver_heldout": {"pairs": 0, "licence": "research use", "commercial_ok": False, "role": "measure only"},
-        "squad2_dev": {"pairs": 0, "licence": "CC BY-SA 4.0", "commercial_ok": True, "role": "measure only, never trained on"},
+        "squad2_dev": {
+            "pairs": 0,
+            "licence": "CC BY-SA 4.0",
+            "commercial_ok": True,
+            "role": "dev.json's articles: measure only, never trained on",
+        },
     }
 
 
@@ -297,7 +312,7 @@ def train(args: argparse.Namespace) -> None:
     total = len(batches)
     optimizer = optimizer_for(model, args.lr, args.weight_decay)
     scheduler = linear_warmup(optimizer, total, args.warmup)
-    samples, _ = eval_samples(args.eval_n, args.seed)
+    samples, _ = eval_samples(args.eval_n, args.seed, args.test_sets)
 
     step, elapsed, pairs_seen, tokens_seen = 0, 0.0, 0, 0
     latest = checkpoints(out)
@@ -329,7 +344,7 @@ def train(args: argparse.Namespace) -> None:
             "datasets": licence_table([examples[i] for b in batches for i in b]),
             "ships": all(D.SETS["dev_claims" if e.source.startswith("dev_") else e.source][3] for e in examples),
             "token_lengths": length_stats(tokenizer, examples, args.max_length),
-            "held_out_split": f"training/claims.py, shared with scripts/train_judge.py ({sum(map(D.is_held_out, claims))} held-out ids)",
+            "held_out_split": f"training/claims.py ({sum(map(D.is_held_out, claims))} held-out ids)",
             "eval_sample_sizes": {k: len(v) for k, v in samples.items()},
         }
         if args.init:  # the weights also carry everything the stage-1 run trained on
@@ -477,6 +492,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         type=int,
         default=0,
         help="SQuAD-2-style answerability pairs made from licence-clean Wikipedia sentences, per epoch",
+    )
+    p.add_argument(
+        "--synth-claim-pairs",
+        type=int,
+        default=0,
+        help="claim/quote pairs for the product's task (paraphrases vs one-fact edits) from licence-clean sentences, per epoch",
+    )
+    p.add_argument(
+        "--squad-pairs",
+        type=int,
+        default=0,
+        help="answerability pairs from the SQuAD 2.0 dev8 articles not in dev.json (which stays measure-only), per epoch",
+    )
+    p.add_argument("--leave-out", action="append", default=[], choices=sorted(D.SETS), help="a set not to train on (repeatable)")
+    p.add_argument(
+        "--test-sets", nargs="*", default=[], choices=sorted(D.SETS), help="sets whose held-back tenth each evaluation also measures"
     )
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--max-length", type=int, default=128)

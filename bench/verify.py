@@ -113,3 +113,17 @@ def selective_metrics(golds: list[GoldClaim], probabilities: list[float | None],
             "unsure_rate": _round(outcomes.count(UNSURE) / len(outcomes)) if outcomes else None,
         },
     }
+
+
+COVERAGE_SHARES = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0)
+
+
+def risk_coverage(scores: list[float], faithful: list[bool], shares: tuple[float, ...] = COVERAGE_SHARES) -> list[dict]:
+    """Precision of "verified" against the share of claims verified: the claims ranked by the
+    judge's score, the top share of them verified (what a lower target buys and costs)."""
+    ranked = [f for _, f in sorted(zip(scores, faithful, strict=True), key=lambda pair: -pair[0])]
+    curve = []
+    for share in shares:
+        n = max(1, round(share * len(ranked)))
+        curve.append({"verified_share": share, "claims": n, "verified_precision": _round(sum(ranked[:n]) / n)})
+    return curve if ranked else []

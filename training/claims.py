@@ -1,7 +1,7 @@
 """The development claims (SciFact train, HealthVer dev) and their split held out by document:
-one reading and one split for every model trained here (the feature judge, scripts/train_judge.py,
-and the verifier, training/verifier/), so that no claim or document trained on by either is ever
-measured on.
+one reading and one split for every model measured here (the verifier, training/verifier/, never
+trains on them; its learning curve reads the held-out side), so that results on the held-out side
+are comparable across runs and with the retired feature judge, which was fitted on the other side.
 
 Claims are grouped by source document, and claims sharing a text join their documents' group; a
 group is held out when the SHA-256 bucket of its name falls in the lowest HELD_OUT_SHARE.

@@ -48,13 +48,9 @@ WEB_TORCH_THREADS = env_int("WEB_TORCH_THREADS", 0, minimum=0, maximum=64)
 # torch's threads in the Celery worker, whose threads ingest documents side by side; 0 means the
 # measured plan, one (apps/core/serving.py).
 WORKER_TORCH_THREADS = env_int("WORKER_TORCH_THREADS", 0, minimum=0, maximum=64)
-# The local judge (stage 2 of verification without an LLM, the gate's answerability): "features"
-# (lexical cues + MiniLM similarity, apps/pipeline/judging/feature_judge.py), "verifier", TrustRAG's own trained
-# model (also picks the local provider's sentences): the shipped int8 weights at VERIFIER_PATH, run
-# by onnxruntime with VERIFIER_THREADS threads a call. "features" stays the default until another
-# judge beats it on every benchmark (docs/verifier.md). (The "combined" judge was retired by issue
-# 43: held out, it did no better than the feature judge.)
-LOCAL_JUDGE = env_choice("LOCAL_JUDGE", "features", ("features", "verifier"))
+# The local judge (stage 2 of verification without an LLM, the gate's answerability) is
+# TrustRAG's own trained verifier (docs/verifier.md): the int8
+# weights at VERIFIER_PATH, run by onnxruntime with VERIFIER_THREADS threads a call.
 VERIFIER_PATH = Path(env_str("VERIFIER_PATH", str(BASE_DIR / "models" / "verifier")))
 VERIFIER_THREADS = env_int("VERIFIER_THREADS", 1, minimum=1, maximum=64)
 TAVILY_API_KEY = env_str("TAVILY_API_KEY", "")

@@ -28,7 +28,7 @@ from apps.pipeline.prompting import parse_rewrite, rewrite_messages
 from apps.pipeline.providers import GenerationRequest, Router
 from apps.pipeline.rerank import Reranker, Scored
 from apps.pipeline.retrieval import RetrievalParams
-from apps.pipeline.text import first_table_header, unit_reads
+from apps.pipeline.text import first_table_header, under_heading, unit_reads
 from apps.pipeline.trust import REFUSED, Trust, TrustWeights, source_agreement, trust_score
 from apps.pipeline.types import Answer, Candidate, VerifiedClaim
 from apps.pipeline.verification import passage_window, verify_answer
@@ -281,20 +281,19 @@ def _gate(question, pool, reranked, corrective: dict, params: AnswerParams, tool
 
 
 def _answerability(question: str, pool: list[Scored], judge, clock: StageClock) -> float | None:
-    """The local judge's belief that the best passage answers the question: the verifier's
-    answerability of the passage's sentence the reranker found closest to it, with its neighbours
-    (None without a passage). Local on purpose: it is asked of every question, before any
-    provider is paid."""
+    """The best, over the passages an answer may draw on, of the verifier's answerability of each
+    passage's sentence the reranker found closest to the question, with its neighbours (a row
+    under its heading line): the most relevant passage may be about the subject without answering
+    (a table's notes above its rows). Local: asked of every question before any provider is paid."""
     if not pool:
         return None
     with clock.timed("answerability"):
-        text, start, end = _best_sentence(_best(pool))
-        probability = judge.answerability(question, text, start, end)
+        probability = max(judge.answerability(question, *under_heading(*_best_sentence(s), s.candidate.table_header)) for s in pool)
     return round(probability, 6)
 
 
 def _unmatched(question: str, pool: list[Scored]) -> tuple[str, ...]:
-    best = _best(pool)
+    best = max(pool, key=lambda s: s.score)  # the passage the mention check reads: the reranker's best
     text, start, end = _best_sentence(best)
     near_start, near_end = passage_window(text, start, end, context=1)
     others = [s.candidate.text for s in pool if s is not best]
@@ -302,11 +301,6 @@ def _unmatched(question: str, pool: list[Scored]) -> tuple[str, ...]:
     # the documents' names are mentioned where their passages are.
     titles = sorted({s.candidate.document_title for s in pool if s.candidate.document_title})
     return unmatched_terms(question, text, [*others, *titles], near=text[near_start:near_end])
-
-
-def _best(pool: list[Scored]) -> Scored:
-    """The passage the gate reads: the reranker's best."""
-    return max(pool, key=lambda s: s.score)
 
 
 def _best_sentence(best: Scored) -> tuple[str, int, int]:

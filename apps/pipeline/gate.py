@@ -1,8 +1,8 @@
 """The confidence gate: refuse before generating when the documents are unlikely to answer.
 
-The gate scores the best passage left after correction on two things, each in [0, 1]:
-relevance (the reranker's score) and answerability — the local support judge's probability
-that the passage's sentence closest to the question supports the question read as a claim.
+The gate scores the passages left after correction on two things, each in [0, 1]: relevance
+(the reranker's best score) and answerability — the local judge's probability that a passage's
+sentence closest to the question answers it, the best over the passages (`answer._answerability`).
 Relevance alone cannot tell a passage about the right subject from one that answers: SQuAD 2.0's
 unanswerable questions are written against the very paragraph that does not answer them. The gate
 score is the weaker of the two, so one threshold covers both kinds of unanswerable question

@@ -2,7 +2,7 @@
 about what is "soft" where its passage says "hard", the "least" where it says the "most", or the
 "second" where it says the "first", asks about something the passage does not say.
 
-The support judge keeps its own list (`judge.ANTONYMS`, tuned on biomedical claims); this one
+It starts from the antonym pairs of `judging.cues.ANTONYMS` (direction and change words) and
 adds general English and the words a prefix negates ("limited" / "unlimited"). Converse relations
 ("brother" / "sister", "buy" / "sell") are left out on purpose: "Who was Emma's brother?" is
 answered by "Emma, sister of Richard". So are comparisons ("same" / "different"): two things are

@@ -159,6 +159,26 @@ def table_header(text: str, row_start: int) -> str | None:
     return above if above and len(above) <= _MAX_ROW_CHARS * 2 else None
 
 
+def row_heading(text: str, start: int, end: int, header: str | None = None) -> str | None:
+    """The heading line of the table row text[start:end]: found in `text`, else `header` (the
+    heading of a table that starts before the passage does); None when the span is no row."""
+    return (table_header(text, start) or header) if is_table_row(text[start:end]) else None
+
+
+def with_heading(text: str, start: int, end: int, heading: str | None) -> tuple[str, int, int]:
+    """`text` with `heading` put above it where the text does not hold it, the span shifted to match."""
+    if not heading or heading in text:
+        return text, start, end
+    shift = len(heading) + 1
+    return f"{heading}\n{text}", start + shift, end + shift
+
+
+def under_heading(text: str, start: int, end: int, header: str | None = None) -> tuple[str, int, int]:
+    """`text` with the span text[start:end] as a judge reads it: a table row under its table's
+    heading line; anything else as it is."""
+    return with_heading(text, start, end, row_heading(text, start, end, header))
+
+
 def _prose_spans(spans: list[Span], text: str, start: int, end: int) -> None:
     segment = text[start:end]
     cursor = 0

@@ -21,10 +21,9 @@ from functools import lru_cache
 from rapidfuzz import fuzz
 
 from apps.pipeline.judging.cues import numbers_in, polarity_words, words
-from apps.pipeline.judging.feature_judge import get_local_judge
 from apps.pipeline.judging.selective import DEFAULT_TARGET_PRECISION, claim_outcome
 from apps.pipeline.judging.verdicts import Judge, judge_all
-from apps.pipeline.text import is_table_row, sentence_spans, table_header
+from apps.pipeline.text import row_heading, sentence_spans, with_heading
 from apps.pipeline.types import SOURCE_DELETED, Answer, Candidate, Claim, Judgement, Location, VerifiedClaim
 
 _QUOTES = str.maketrans(
@@ -179,14 +178,13 @@ def verify_answer(
     sources: list[Candidate],
     *,
     locator_threshold: float,
-    judge: Judge | None = None,
+    judge: Judge,
     gone: frozenset[int] = frozenset(),
     target: float = DEFAULT_TARGET_PRECISION,
 ) -> list[VerifiedClaim]:
-    """Both stages for every claim; the judge (by default the local one) sees only located quotes.
+    """Both stages for every claim; the judge sees only located quotes.
     A claim citing a source in `gone` (its document deleted) is `source_deleted`, not checked.
     Each located claim's outcome (verified, flagged or unsure) is decided at the target precision."""
-    judge = judge or get_local_judge()
     located = [
         _deleted(claim, sources) if claim.source in gone else _stage_one(claim, sources, locator_threshold) for claim in answer.claims
     ]
@@ -209,12 +207,9 @@ class _Located:
     def judge_request(self) -> tuple[str, str, int, int]:
         text, start, end = self.source.text, self.location.start, self.location.end
         window_start, window_end = passage_window(text, start, end)
-        window = text[window_start:window_end]
         # A table row is read under its column headings (a claim may say its cells by them).
-        heading = (table_header(text, start) or self.source.table_header) if is_table_row(text[start:end]) else None
-        if heading and heading not in window:
-            return self.claim.text, f"{heading}\n{window}", start - window_start + len(heading) + 1, end - window_start + len(heading) + 1
-        return self.claim.text, window, start - window_start, end - window_start
+        heading = row_heading(text, start, end, self.source.table_header)
+        return self.claim.text, *with_heading(text[window_start:window_end], start - window_start, end - window_start, heading)
 
     def verified(self, judgement: Judgement, judge_name: str, target: float) -> VerifiedClaim:
         shifted = replace(self.location, start=self.source.start + self.location.start, end=self.source.start + self.location.end)

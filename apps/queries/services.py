@@ -20,14 +20,13 @@ from apps.pipeline.answer import AnswerParams, AnswerTrace, StageClock, Tools, a
 from apps.pipeline.answering import AnswerReader
 from apps.pipeline.corrective import CorrectiveParams
 from apps.pipeline.embedding import product_embedder
-from apps.pipeline.judging.feature_judge import LocalJudge, get_local_judge
 from apps.pipeline.judging.selective import UNSURE
 from apps.pipeline.providers import ChatProvider, LocalProvider, Router
 from apps.pipeline.rerank import get_reranker
 from apps.pipeline.rescoring import Assessment, assess
 from apps.pipeline.retrieval import RetrievalParams
 from apps.pipeline.trust import TrustWeights
-from apps.pipeline.verifier_judge import VerifierJudge, get_verifier_judge
+from apps.pipeline.verifier_judge import VerifierJudge, get_local_judge
 from apps.pipeline.websearch import TavilySearch
 from apps.queries.models import QueryMode, QueryRun, QueryStatus
 from apps.workspaces.models import Workspace, WorkspaceSettings
@@ -196,19 +195,10 @@ def answer_reader_get() -> AnswerReader:
     return AnswerReader.of(f"{judge.name}-answerability", judge.answerability)
 
 
-def local_judge_get() -> VerifierJudge | LocalJudge:
-    """The product's local judge (settings.LOCAL_JUDGE), loaded once per process: stage 2 of
+def local_judge_get() -> VerifierJudge:
+    """The product's local judge, the trained verifier, loaded once per process: stage 2 of
     verification when no LLM grades a claim, and the gate's answerability."""
-    if settings.LOCAL_JUDGE == "verifier":
-        return get_verifier_judge(str(settings.VERIFIER_PATH), settings.VERIFIER_THREADS)
     return get_local_judge()
-
-
-def _local_answerability():
-    """What the local provider reads to pick sentences that answer: the verifier's answerability
-    head when it is the local judge, else similarity alone."""
-    judge = local_judge_get()
-    return judge.answerabilities if isinstance(judge, VerifierJudge) else None
 
 
 def answer_params_for(options: WorkspaceSettings) -> AnswerParams:
@@ -240,7 +230,7 @@ def answer_params_for(options: WorkspaceSettings) -> AnswerParams:
 
 def _router(options, embedder) -> Router:
     providers = [
-        LocalProvider(embedder, _local_answerability()) if spec.name == "local" else ChatProvider(spec, timeout_s=settings.LLM_TIMEOUT_S)
+        LocalProvider(embedder) if spec.name == "local" else ChatProvider(spec, timeout_s=settings.LLM_TIMEOUT_S)
         for spec in provider_specs_get(options=options)
     ]
     return Router(providers, secrets=provider_secrets(options=options))

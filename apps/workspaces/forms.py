@@ -1,10 +1,9 @@
 from __future__ import annotations
 
 from django import forms
-from django.conf import settings as django_settings
 
 from apps.core.forms import TextField
-from apps.pipeline.judging.selective import LOCAL_JUDGE_NAMES, unsure_share
+from apps.pipeline.judging.selective import LOCAL_JUDGE_NAME, unsure_share
 from apps.workspaces.models import Role, WorkspaceSettings
 from apps.workspaces.services import SETTINGS
 
@@ -125,7 +124,7 @@ class ProvidersForm(forms.Form):
 
 def _target_meaning(target: float) -> str:
     """What the target does with the product's local judge, on the claims it was calibrated on."""
-    share = unsure_share(LOCAL_JUDGE_NAMES[django_settings.LOCAL_JUDGE], target)
+    share = unsure_share(LOCAL_JUDGE_NAME, target)
     if share is None:
         return ""
     return f" At {target:.2f}, {share:.0%} of the development claims (SciFact, HealthVer) would be unsure."

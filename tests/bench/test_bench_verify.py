@@ -101,7 +101,7 @@ def test_bench_verify_reports_the_fixed_keys_and_exact_confusion_counts(tmp_path
     assert 0.0 <= result["selective"]["unsure_rate"] <= 1.0
     assert 0.0 <= result["ece"] <= 1.0
     assert result["n"] == 5
-    assert result["judge"] == "local"
+    assert result["judge"] == "verifier"
     assert result["confusion"] == {"tp": 3, "fp": 0, "tn": 2, "fn": 0}
     assert result["accuracy"] == 1.0
     assert result["hallucination_recall"] == 1.0
@@ -110,15 +110,10 @@ def test_bench_verify_reports_the_fixed_keys_and_exact_confusion_counts(tmp_path
     assert json.loads(json_path.read_text()) == result
 
 
-def test_bench_verify_grades_with_the_verifier_when_asked_and_the_retired_combined_judge_is_no_choice(tmp_path):
+def test_bench_verify_has_one_local_judge_and_no_choice_of_another(tmp_path):
     corpus, claims = write_inputs(tmp_path)
-    out = StringIO()
-    call_command("bench_verify", corpus=str(corpus), claims=str(claims), local_judge="verifier", stdout=out, stderr=StringIO())
-    result = json.loads(out.getvalue().strip().splitlines()[-1])
-    assert result["judge"] == "verifier"
-    assert result["confusion"]["tp"] >= 1, "the fabricated quote is flagged whatever the judge"
-    with pytest.raises(CommandError, match="invalid choice"):
-        call_command("bench_verify", "--corpus", str(corpus), "--claims", str(claims), "--local-judge", "combined", stdout=StringIO())
+    with pytest.raises(CommandError, match="unrecognized arguments"):
+        call_command("bench_verify", "--corpus", str(corpus), "--claims", str(claims), "--local-judge", "features", stdout=StringIO())
 
 
 def test_bench_verify_with_the_llm_judge_needs_a_provider(tmp_path, settings):
@@ -137,7 +132,7 @@ def test_bench_verify_with_the_llm_judge_grades_through_the_router(tmp_path, fak
     result = json.loads(out.getvalue().strip().splitlines()[-1])
     # The two claims that are their quotes word for word are verified locally; the two the local
     # judge is unsure of go to the LLM together; the fabricated quote is never judged.
-    assert result["judge"] == "llm:groq+local"
+    assert result["judge"] == "llm:groq+verifier"
     assert result["confusion"] == {"tp": 3, "fp": 0, "tn": 2, "fn": 0}
     (call,) = fake_llm.calls("groq")
     prompt = call["body"]["messages"][-1]["content"]

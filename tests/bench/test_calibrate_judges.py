@@ -1,4 +1,4 @@
-"""calibrate_judges: each local judge fitted on half the claims (by document), measured on the rest."""
+"""calibrate_judges: the local judge fitted on half the claims (by document), measured on the rest."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from django.core.management.base import CommandError
 
 from apps.pipeline.judging.selective import Calibration
 from bench.management.commands import calibrate_judges
+from bench.verify import COVERAGE_SHARES, risk_coverage
 
 
 def write_set(root, name: str, documents: int = 12) -> None:
@@ -43,16 +44,19 @@ def test_each_judge_is_fitted_on_one_half_of_the_documents_and_measured_on_the_o
     assert halves == {True, False}, "the fixture's documents fall on both sides of the split"
 
     out = StringIO()
-    call_command("calibrate_judges", judge=["features"], write=True, stdout=out, stderr=StringIO())
+    call_command("calibrate_judges", write=True, stdout=out, stderr=StringIO())
     result = json.loads(out.getvalue().strip().splitlines()[-1])
-    report = result["judges"]["features"]
+    report = result["judges"]["verifier"]
     calibrating = sum(calibrate_judges.calibrating(f"{n}{i}") for n in ("scifact", "healthver") for i in range(12))
     assert report["calibration_claims"] == 2 * calibrating
     held = report["scifact"]["held_out_claims"] + report["healthver"]["held_out_claims"]
     assert held == 2 * (24 - calibrating)
     for name in ("scifact", "healthver"):
-        assert set(report[name]) >= {"auroc", "ece", "selective", "reliability"}
-    fitted = json.loads(stored.read_text())["judges"]["local"]
+        assert set(report[name]) >= {"auroc", "ece", "selective", "reliability", "risk_coverage"}
+        curve = report[name]["risk_coverage"]
+        assert [point["verified_share"] for point in curve] == list(COVERAGE_SHARES)
+        assert all(0.0 <= point["verified_precision"] <= 1.0 for point in curve)
+    fitted = json.loads(stored.read_text())["judges"]["verifier"]
     calibration = Calibration.from_json(fitted["calibration"])
     assert sum(calibration.faithful) + sum(calibration.unfaithful) == report["calibration_claims"]
 
@@ -61,3 +65,12 @@ def test_a_target_precision_out_of_range_is_refused_with_a_clear_message():
     for bad in (0.3, 1.0, 1.5):
         with pytest.raises(CommandError, match=r"--target is a precision from 0\.5"):
             call_command("calibrate_judges", target=bad, stdout=StringIO(), stderr=StringIO())
+
+
+def test_the_risk_coverage_curve_verifies_the_highest_scored_claims_first():
+    scores = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05]
+    faithful = [True, True, False, True, False, False, True, False, False, False]
+    curve = {point["verified_share"]: point for point in risk_coverage(scores, faithful, (0.2, 0.5, 1.0))}
+    assert curve[0.2] == {"verified_share": 0.2, "claims": 2, "verified_precision": 1.0}
+    assert curve[0.5]["verified_precision"] == 0.6
+    assert curve[1.0]["verified_precision"] == 0.4

@@ -33,7 +33,6 @@ def manage_check(**env: str) -> subprocess.CompletedProcess:
         ("REDIS_URL", "http://localhost:6379", "redis://"),
         ("UPLOAD_MAX_BYTES", "0", "at least 1"),
         ("WORKER_PING_TIMEOUT_S", "soon", "must be a number"),
-        ("LOCAL_JUDGE", "oracle", "must be one of features, verifier"),
         ("VERIFIER_THREADS", "0", "at least 1"),
     ],
 )

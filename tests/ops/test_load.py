@@ -24,7 +24,10 @@ def test_five_clients_for_ten_seconds_and_ten_uploads_hold_without_a_server_erro
     assert questions["server_errors"] == 0
     assert questions["client_errors"] == 0
     assert questions["answered"] == questions["requests"] >= 5
-    assert questions["refused"] < questions["answered"] / 2, "the questions are answered from the demo documents, not refused"
+    # Some of the five are answered from the demo documents, so the load runs the whole pipeline.
+    # (Since issue 43's local judge, three of the five are refused: one on relevance, two on
+    # answerability, docs/verifier.md "Known limits"; with the feature judge it was one.)
+    assert questions["refused"] < questions["answered"], "some questions are answered from the demo documents, not all refused"
     assert 0 < questions["p50_ms"] <= questions["p95_ms"]
     assert uploads == uploads | {"sent": 10, "accepted": 10, "server_errors": 0, "ready": 10, "failed": 0}
     assert result["serving"] == {"workers": 1, "threads": 8, "torch_threads": 1}, "2 cores: the plan `make run` serves with"

@@ -8,6 +8,7 @@ import pytest
 
 from apps.pipeline.judging.selective import (
     FLAGGED,
+    LOCAL_JUDGE_NAME,
     UNSURE,
     VERIFIED,
     Calibration,
@@ -103,10 +104,10 @@ def test_selective_metrics_are_counted_by_hand():
 
 def test_the_target_precision_decides_what_the_local_judge_may_settle_on_its_own():
     sure = {"verdict": "supports", "confidence": 0.99, "verbatim": False}
-    assert claim_outcome("local", sure["verdict"], sure["confidence"], verbatim=False, target=0.95)[0] == UNSURE
-    assert claim_outcome("local", sure["verdict"], sure["confidence"], verbatim=False, target=0.6)[0] == VERIFIED
-    assert unsure_share("local", 0.6) < unsure_share("local", 0.95)
-    assert claim_outcome("local", "not_found", 0.9, verbatim=True, target=0.95) == (VERIFIED, None), "a claim that is its quote"
+    assert claim_outcome(LOCAL_JUDGE_NAME, sure["verdict"], sure["confidence"], verbatim=False, target=0.95)[0] == UNSURE
+    assert claim_outcome(LOCAL_JUDGE_NAME, sure["verdict"], sure["confidence"], verbatim=False, target=0.6)[0] == VERIFIED
+    assert unsure_share(LOCAL_JUDGE_NAME, 0.6) < unsure_share(LOCAL_JUDGE_NAME, 0.95)
+    assert claim_outcome(LOCAL_JUDGE_NAME, "not_found", 0.9, verbatim=True, target=0.95) == (VERIFIED, None), "a claim that is its quote"
     assert claim_outcome("llm:groq", "contradicts", 0.8, verbatim=False, target=0.95) == (FLAGGED, None), "the LLM's verdict decides"
     assert claim_outcome("llm:groq", "supports", 0.8, verbatim=False, target=0.95) == (VERIFIED, None)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from apps.pipeline.types import Answer, Candidate, Claim, Judgement
 from apps.pipeline.verification import locate_quote, normalise_with_map, verify_answer
+from apps.pipeline.verifier_judge import get_local_judge
 
 
 class RecordingJudge:
@@ -179,10 +180,10 @@ def test_a_claim_citing_a_source_that_does_not_exist_is_hallucinated_without_jud
     assert judge.calls == []
 
 
-def test_the_local_judge_grades_claims_when_no_judge_is_given():
+def test_the_local_judge_grades_a_claim_that_is_its_quote_as_supported():
     claim = Claim("It was completed in 1844 and is 48 metres tall.", 1, "It was completed in 1844 and is 48 metres tall.")
-    [verified] = verify_answer(answer(claim), [source(LIGHTHOUSE)], locator_threshold=90)
-    assert verified.judge == "local"
+    [verified] = verify_answer(answer(claim), [source(LIGHTHOUSE)], locator_threshold=90, judge=get_local_judge())
+    assert verified.judge == "verifier"
     assert verified.verdict == "supports"
     assert verified.faithful
     assert verified.rationale

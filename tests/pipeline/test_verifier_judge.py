@@ -53,11 +53,21 @@ def test_without_the_checks_the_model_alone_decides(judge):
     assert "the verifier" in judgement.rationale or "does not state" in judgement.rationale
 
 
-def test_the_judge_reads_the_quote_with_a_sentence_either_side(judge):
+def test_the_support_head_reads_the_quote_alone_and_answerability_a_sentence_either_side(judge):
     _, passage, start, end = located("It is tall.")
-    window = judge._window(passage, start, end)
+    read = judge._quote_read(passage, start, end)
+    assert read.startswith(passage[start:end]), "the sentence that holds the quote, and no neighbour"
+    assert read.endswith("the tallest lighthouse in Scotland.")
+    window = judge._window(passage, start, end, judge.params.answer_context)
     assert window.startswith("Skerryvore is a lighthouse")
     assert window.endswith("monitored from Edinburgh.")
+
+
+def test_a_table_row_is_read_under_its_heading_line(judge):
+    table = "Harbour towns\n\nTown | Boats | Piers\nOban | 40 | 3\nMallaig | 25 | 2\n"
+    start = table.index("Mallaig")
+    end = start + len("Mallaig | 25 | 2")
+    assert judge._quote_read(table, start, end) == "Town | Boats | Piers\nMallaig | 25 | 2"
 
 
 def test_a_batch_is_judged_in_order_with_probabilities_that_sum_to_one(judge):

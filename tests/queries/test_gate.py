@@ -105,9 +105,11 @@ def test_the_answer_page_says_why_it_refused(personas, bakery):
 
 
 def test_a_relevant_passage_that_does_not_answer_is_refused_on_answerability(personas, bakery):
-    """The passage is about the right bakery, and relevant, but says nothing of prices: the
-    question read as a claim is not supported, so the gate refuses on answerability. (A question
-    about the bakery on Elm Street is refused before any score: the passage names Rye Street.)"""
+    """The passage is about the right bakery, and relevant, but says nothing of who owns it: the
+    local judge reads that it does not answer, so the gate refuses on answerability. (A question
+    about the bakery on Elm Street is refused before any score: the passage names Rye Street.
+    The judge's known miss — it reads the opening hours as answering what bread costs — is in its
+    model card.)"""
     asked = {"workspace": personas.workspace_a, "actor": personas.member, "threshold_override": 0.5}
     answered = query_answer(**asked, question="When does the bakery on Rye Street open?")
     assert answered.gate["passed"] is True
@@ -115,7 +117,7 @@ def test_a_relevant_passage_that_does_not_answer_is_refused_on_answerability(per
     assert answered.gate["relevance"] >= 0.5
     assert answered.gate["top_score"] == min(answered.gate["answerability"], answered.gate["relevance"])
 
-    refused = query_answer(**asked, question="How much does bread cost at the Rye Street bakery?")
+    refused = query_answer(**asked, question="Who owns the Rye Street bakery?")
     gate = refused.gate
     assert refused.answer == REFUSAL
     assert refused.provider == "gate"

@@ -315,11 +315,11 @@ def test_the_llm_judges_only_the_claims_the_local_judge_is_unsure_of_all_in_one_
     assert "Claim: It has been automated since 1972." in prompt
     assert f"Claim: {TALL}" not in prompt, "a claim decided locally is never sent"
     by_text = {c["text"]: c for c in run.claims}
-    assert by_text[TALL]["judge"] == "local"
+    assert by_text[TALL]["judge"] == "verifier"
     assert by_text["Alan Stevenson built it over six years."]["judge"] == "llm:groq"
     assert by_text["Alan Stevenson built it over six years."]["rationale"] == "The passage says so."
     left_out = by_text["It has been automated since 1972."]
-    assert left_out["judge"] == "local", "a claim the reply leaves out keeps the local verdict"
+    assert left_out["judge"] == "verifier", "a claim the reply leaves out keeps the local verdict"
     assert left_out["rationale"].endswith("(local judge: the LLM's reply left this claim out)")
     record = AuditRecord.objects.get(query_run_id=run.pk).payload
     assert [c["judge"] for c in record["stages"]["verify"]["claims"]] == [c["judge"] for c in run.claims]
@@ -341,7 +341,7 @@ def test_a_claim_the_local_judge_is_unsure_of_says_so_everywhere_and_is_never_ca
     assert "not checked by the local judge — read the quote" in page
     assert "p(supports)" in page
     api = personas.client("member").get(reverse("api_query", args=[personas.workspace_a.pk, run.pk])).json()
-    assert (api["claims"][0]["outcome"], api["claims"][0]["judge"]) == ("unsure", "local")
+    assert (api["claims"][0]["outcome"], api["claims"][0]["judge"]) == ("unsure", "verifier")
     record = AuditRecord.objects.get(query_run_id=run.pk)
     assert record.payload["stages"]["verify"]["claims"][0]["outcome"] == "unsure"
     audit_page = personas.client("member").get(reverse("audit_detail", args=["acme", record.pk])).content.decode()
@@ -359,7 +359,7 @@ def test_a_claim_that_is_its_quote_is_verified_without_a_model(personas, lightho
     fake_llm.script("groq", {"content": answer_json((TALL, 1, TALL))})
     run = ask(personas)
     (claim,) = run.claims
-    assert (claim["outcome"], claim["judge"]) == ("verified", "local")
+    assert (claim["outcome"], claim["judge"]) == ("verified", "verifier")
     assert judge_calls(fake_llm, "groq") == [], "nothing for the LLM to read"
 
 
@@ -377,7 +377,7 @@ def test_when_no_llm_answers_the_judge_call_the_local_judge_grades(personas, lig
     fake_llm.script("zhipuai", {"status": 503})
     run = ask(personas)
     (claim,) = run.claims
-    assert claim["judge"] == "local"
+    assert claim["judge"] == "verifier"
     assert "no LLM provider answered" in claim["rationale"]
     # The local judge cannot verify a paraphrase at the default target: it says so, and keeps
     # its tentative verdict apart.

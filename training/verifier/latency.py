@@ -61,7 +61,7 @@ def main() -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=100)
     p.add_argument("--backends", default="torch,int8,onnx,onnx:model.fp32.onnx")
-    p.add_argument("--judges", action="store_true", help="only the product path: the feature judge against the verifier judge")
+    p.add_argument("--judges", action="store_true", help="only the product path: the local judge per answer")
     args = p.parse_args()
     if args.judges:
         judges_latency(args.reps)
@@ -106,10 +106,9 @@ def main() -> None:
 
 
 def judges_latency(reps: int) -> None:
-    """The budget of issue #16 in one run, for the local judges as the product calls them: the
-    gate's answerability (the passage's sentence nearest the question) + 3 claims judged against
-    their located quotes."""
-    from apps.pipeline.judging.feature_judge import get_local_judge
+    """The budget of issues #16 and #43 in one run, for the local judge as the product calls it:
+    the gate's answerability over the 5 passages an answer may draw on (each passage's sentence
+    nearest the question) + 3 claims judged against their located quotes."""
     from apps.pipeline.verifier_judge import get_verifier_judge
 
     claims = [c for c in D.load_claims() if D.is_held_out(c) and c.dataset == "scifact" and c.quote_status == "verbatim"]
@@ -118,19 +117,14 @@ def judges_latency(reps: int) -> None:
         start = c.source_text.find(c.quote)
         if start >= 0:
             requests.append((c.claim, c.source_text, start, start + len(c.quote)))
-    question, passage = "What does the trial find about the treatment?", requests[0][1]
-    gate_span = (0, passage.find(".") + 1)
-    judges = (
-        ("features", get_local_judge()),
-        ("verifier", get_verifier_judge(str(DEFAULT_PATH), 1)),
-    )
-    for name, judge in judges:
-        get_local_judge().embedder.forget()  # each judge starts cold: the embedder caches recent vectors
+    question = "What does the trial find about the treatment?"
+    passages = [(r[1], 0, r[1].find(".") + 1) for r in requests[:5]]  # the default rerank_top_n
+    for name, judge in (("verifier", get_verifier_judge(str(DEFAULT_PATH), 1)),):
         times = []
         for i in range(reps + 5):
             batch = requests[(3 * i) % (len(requests) - 3) :][:3]
             t0 = time.perf_counter()
-            judge.answerability(question, passage, *gate_span)
+            max(judge.answerability(question, *p) for p in passages)
             judge.judge_many(batch)
             if i >= 5:  # the first calls load and warm the models
                 times.append((time.perf_counter() - t0) * 1000)

@@ -1,6 +1,6 @@
-"""Words and cues a claim is read by: folding, words, stems, numbers and quantities, negation,
-direction, hedges and names. The feature judge weighs them; the gate, the mention check and the
-quote locator ask them too."""
+"""Words and cues a claim is read by: folding, words, stems, numbers, negation, direction and
+names. The local judge's deterministic checks, the gate, the mention check and the quote locator
+ask them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from collections import Counter
 
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?(?:-[^\W_]+)*")
 _NUMBER = re.compile(r"(?<![^\W\d_])(?<![^\W\d_]-)(?<![\d.,])\d+(?:[.,]\d+)*")
-_UNIT = re.compile(r"[\s-]?(%|percent|per cent|[^\W\d_]+(?:/[^\W\d_]+)?)")
 STOP = frozenset(
     """a about above after again against also am an and any are as at be been before being between both but by can did do does
     doing during each few for from further had has have having he her here hers him his how i if in into is it its itself just me
@@ -23,16 +22,6 @@ STOP = frozenset(
 NEGATIONS = frozenset(
     "not no never none nor neither without cannot nothing nobody lack lacks lacked lacking absence absent fail fails failed unable non".split()
 )
-HEDGES = frozenset(
-    """may might could possibly possible potentially potential perhaps likely unlikely probably presumably putative putatively suggest
-    suggests suggested suggesting suggestive appear appears appeared seem seems seemed hypothesize hypothesized hypothesise hypothesised
-    propose proposed speculate speculated preliminary uncertain unclear apparently plausibly plausible conceivably partly partially
-    tend tends""".split()
-)
-ASSOCIATIVE = frozenset("associated association associations correlated correlation correlates correlate linked link links related".split())
-CAUSAL = frozenset("cause causes caused causing leads lead results resulted determines drives drive cures prevents prevent".split())
-UNIVERSAL = frozenset("all every always entirely completely only universally invariably exclusively".split())
-PARTIAL_QUANTIFIERS = frozenset("some several subset certain partly partially occasionally sometimes".split())
 _UP_WORDS = frozenset(
     "more higher high highest greater greatest larger largest longer faster stronger most rose rises up above gain gains".split()
 )
@@ -193,68 +182,6 @@ _NUMBER_WORDS = {
     if w != "_"
 } | {"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90", "hundred": "100"}
 _NUMBER_WORDS |= {"thousand": "1000", "twice": "2", "twofold": "2", "threefold": "3", "tenfold": "10"}
-_UNITS = {
-    "%": "percent",
-    "percent": "percent",
-    "per cent": "percent",
-    "mg": "mg",
-    "milligram": "mg",
-    "milligrams": "mg",
-    "g": "g",
-    "gram": "g",
-    "grams": "g",
-    "kg": "kg",
-    "kilogram": "kg",
-    "kilograms": "kg",
-    "µg": "ug",
-    "μg": "ug",
-    "ug": "ug",
-    "mcg": "ug",
-    "microgram": "ug",
-    "micrograms": "ug",
-    "ml": "ml",
-    "l": "l",
-    "litre": "l",
-    "liter": "l",
-    "litres": "l",
-    "liters": "l",
-    "mm": "mm",
-    "cm": "cm",
-    "m": "m",
-    "metre": "m",
-    "meter": "m",
-    "metres": "m",
-    "meters": "m",
-    "km": "km",
-    "feet": "ft",
-    "ft": "ft",
-    "mmhg": "mmhg",
-    "mmol": "mmol",
-    "iu": "iu",
-    "day": "day",
-    "days": "day",
-    "week": "week",
-    "weeks": "week",
-    "month": "month",
-    "months": "month",
-    "year": "year",
-    "years": "year",
-    "yr": "year",
-    "hour": "hour",
-    "hours": "hour",
-    "h": "hour",
-    "hr": "hour",
-    "minute": "minute",
-    "minutes": "minute",
-    "min": "minute",
-    "second": "second",
-    "seconds": "second",
-    "fold": "fold",
-    "times": "fold",
-    "mg/kg": "mg/kg",
-    "mg/dl": "mg/dl",
-    "mmol/l": "mmol/l",
-}
 
 
 def fold(text: str) -> str:
@@ -312,19 +239,6 @@ def numbers_in(text: str, *, spelled: bool = True) -> list[str]:
     return found + [_NUMBER_WORDS[w] for w in words(folded) if w in _NUMBER_WORDS] if spelled else found
 
 
-def quantities_in(text: str) -> list[tuple[str, str]]:
-    """(number, unit) for each number directly followed by a known unit."""
-    folded = fold(text)
-    pairs = []
-    for match in _NUMBER.finditer(folded):
-        found = _UNIT.match(folded, match.end())
-        unit = found.group(1) if found else ""
-        unit = unit if unit in _UNITS else unit.split("/")[0]
-        if unit in _UNITS:
-            pairs.append((_normal_number(match.group()), _UNITS[unit]))
-    return pairs
-
-
 def direction(word: str) -> int:
     """+1 for a word of increase, -1 for one of decrease, else 0."""
     if word in _UP_WORDS or word.startswith(_UP_STEMS):
@@ -370,7 +284,3 @@ def names_in(text: str) -> list[tuple[str, ...]]:
             adjacent = False
         previous_end = match.end()
     return [tuple(name) for name in names]
-
-
-def squash(text: str) -> str:
-    return re.sub(r"[\W_]+", "", fold(text))

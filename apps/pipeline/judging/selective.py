@@ -1,7 +1,7 @@
 """Calibrated p(supports) and the three outcomes it gives a claim.
 
-A judge's own score is not a probability: the feature judge says "supports" at 0.6 for claims it
-gets right half the time. `Calibration` maps a judge's score to the share of claims with that score
+A judge's own score is not a probability: a model that says "supports" at 0.6 may be right about
+such claims half the time. `Calibration` maps a judge's score to the share of claims with that score
 that were faithful on a calibration split (isotonic regression, pool-adjacent-violators), and keeps
 how many faithful and unfaithful claims each step held, so that the thresholds for any target
 precision come from counts, not from a hand-set number:
@@ -127,8 +127,8 @@ def claim_outcome(judge: str, verdict: str, confidence: float | None, *, verbati
     return outcome(p, calibration.thresholds(target)), round(p, 4)
 
 
-# settings.LOCAL_JUDGE → the name the judge grades under (and is calibrated under).
-LOCAL_JUDGE_NAMES = {"features": "local", "verifier": "verifier"}
+# The name the local judge grades under (and is calibrated under).
+LOCAL_JUDGE_NAME = "verifier"
 
 
 def unsure_share(judge: str, target: float) -> float | None:

@@ -182,7 +182,7 @@ def _write(path: Path, scorer: str, slope: float, intercept: float, result: dict
         "fitted_on": f"{Path(squad).name}: answers the pipeline gave (verified mode, local provider, default settings)",
         "answers": result["fit"]["answers"],
         "fitted": date.today().isoformat(),
-        "command": f"python manage.py bench_answering --write {path}",
+        "command": f"python manage.py bench_answering --squad {squad} --write {path}",
         "squad_leave_one_article_out": {k: result["squad_leave_one_article_out"][k] for k in ("auroc_p_right", "ece", "reliability")},
     }
     about = "p(an answer is right | its best-answering claim's raw score) = sigmoid(slope * score + intercept), per answer scorer"

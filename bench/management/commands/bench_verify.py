@@ -17,13 +17,11 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.pipeline.judging.feature_judge import get_local_judge
 from apps.pipeline.judging.selective import calibrations
 from apps.pipeline.llm_judge import LLMJudge
 from apps.pipeline.providers import ChatProvider, Router
 from apps.pipeline.types import Answer, Candidate, Claim, VerifiedClaim
 from apps.pipeline.verification import verify_answer
-from apps.pipeline.verifier_judge import get_verifier_judge
 from apps.queries.services import local_judge_get
 from apps.workspaces.models import WorkspaceSettings
 from apps.workspaces.selectors import provider_secrets, provider_specs_get
@@ -41,19 +39,13 @@ class Command(BaseCommand):
         parser.add_argument("--corpus", type=Path, default=data_path("scifact", "claims_corpus.jsonl.gz"))
         parser.add_argument("--claims", type=Path, default=data_path("scifact", "claims_train.jsonl"))
         parser.add_argument("--judge", choices=("local", "llm"), default="local")
-        parser.add_argument(
-            "--local-judge",
-            choices=("product", "verifier", "features"),
-            default="product",
-            help="which local judge: the product's (settings.LOCAL_JUDGE), TrustRAG's trained verifier or the feature judge",
-        )
         parser.add_argument("--locator-threshold", type=float, default=LOCATOR_THRESHOLD)
         parser.add_argument("--json", dest="json_path")
 
     def handle(self, *args, corpus: Path, claims: Path, judge: str, locator_threshold: float, json_path: str | None, **options):
         golds = read_claims(claims)
         documents = read_corpus(corpus, {g.source_id for g in golds})
-        verifier = grading_judge(judge, options["local_judge"])
+        verifier = grading_judge(judge)
         progress(f"{len(golds)} claims over {len(documents)} documents, judge {verifier.name}")
         started = time.perf_counter()
         predicted = verify_all(golds, documents, verifier, locator_threshold)
@@ -65,13 +57,10 @@ class Command(BaseCommand):
         emit(result, json_path, self.stdout)
 
 
-def grading_judge(name: str, local_name: str):
-    """The judge bench_verify (and calibrate_judges) grade with: a local judge by name, or the LLM judge over it."""
-    local = {
-        "product": local_judge_get,
-        "features": get_local_judge,
-        "verifier": _verifier,
-    }[local_name]()
+def grading_judge(name: str):
+    """The judge bench_verify (and calibrate_judges) grade with: the local judge (the weights at
+    settings.VERIFIER_PATH), or the LLM judge over it."""
+    local = local_judge_get()
     local.judge("warm up", "The model is loaded before the clock starts.", 0, 10)
     if name != "llm":
         return local
@@ -82,10 +71,6 @@ def grading_judge(name: str, local_name: str):
     if not router.can_chat:
         raise CommandError("--judge llm needs an LLM provider: set GROQ_API_KEY or ZHIPUAI_API_KEY (or use --judge local).")
     return LLMJudge(router, local)
-
-
-def _verifier():
-    return get_verifier_judge(str(settings.VERIFIER_PATH), settings.VERIFIER_THREADS)
 
 
 def verify_all(golds: list[GoldClaim], documents: dict[str, tuple[str, str]], judge, threshold: float) -> list[VerifiedClaim]:

@@ -1,9 +1,9 @@
-"""Fit each local judge's p(supports) on a calibration split, and say how it holds on the rest.
+"""Fit the local judge's p(supports) on a calibration split, and say how it holds on the rest.
 
 The claims of SciFact and HealthVer (the development claim sets beside the repository) are split
 by their source document: documents whose id hashes even calibrate, the others are held out, so no
-document's claims sit on both sides. Each judge grades every claim as the product does
-(`verify_answer`); its score is fitted to faithfulness on the calibration half (isotonic,
+document's claims sit on both sides (the verifier never trains on either). The judge grades every
+claim as the product does (`verify_answer`); its p(supports) is fitted to faithfulness on the calibration half (isotonic,
 `apps.pipeline.judging.selective`), and the held-out half of each set reports AUROC, ECE, a
 reliability table and the verified / flagged / unsure outcomes at the default target precision.
 `--write` stores the fits in `apps/pipeline/data/judge_calibration.json` (fitted on the
@@ -22,13 +22,12 @@ from apps.pipeline.judging.selective import CALIBRATION_PATH, DEFAULT_TARGET_PRE
 from bench.calibration import reliability
 from bench.common import data_path, emit, progress
 from bench.management.commands.bench_verify import LOCATOR_THRESHOLD, grading_judge, read_claims, read_corpus, verify_all
-from bench.verify import judge_probabilities, selective_metrics
+from bench.verify import judge_probabilities, risk_coverage, selective_metrics
 
 SETS = {
     "scifact": (("scifact", "claims_corpus.jsonl.gz"), ("scifact", "claims_train.jsonl")),
     "healthver": (("healthver", "corpus.jsonl"), ("healthver", "claims.jsonl")),
 }
-JUDGES = ("features", "verifier")
 BANDS = tuple(i / 10 for i in range(11))
 
 
@@ -41,19 +40,17 @@ class Command(BaseCommand):
     help = "Fit each local judge's calibrated p(supports) on half of the development claims (by document); report the other half."
 
     def add_arguments(self, parser):
-        parser.add_argument("--judge", choices=JUDGES, action="append", help="a judge to fit (default: all three)")
         parser.add_argument("--target", type=float, default=DEFAULT_TARGET_PRECISION)
         parser.add_argument("--write", action="store_true", help=f"store the fits in {CALIBRATION_PATH.name}")
         parser.add_argument("--json", dest="json_path")
 
-    def handle(self, *args, judge, target: float, write: bool, json_path: str | None, **options):
+    def handle(self, *args, target: float, write: bool, json_path: str | None, **options):
         if not 0.5 <= target < 1:
             raise CommandError(f"--target is a precision from 0.5 up to (not including) 1; got {target}.")
         started = time.perf_counter()
         sets = {name: self._load(*paths) for name, paths in SETS.items()}
         result, stored = {"target_precision": target, "judges": {}}, {}
-        for name in judge or JUDGES:
-            local = grading_judge("local", name)
+        for local in (grading_judge("local"),):
             graded = {set_name: self._grade(local, golds, documents) for set_name, (golds, documents) in sets.items()}
             scores, labels = [], []
             for golds, predicted in graded.values():
@@ -72,8 +69,10 @@ class Command(BaseCommand):
                 p = judge_probabilities(held_claims, calibration)
                 outcomes = [outcome(q, thresholds) for q in p]
                 report[set_name] = {"held_out_claims": len(held)} | selective_metrics(held_golds, p, outcomes)
+                located = [(judge_score(c.verdict, c.judge_score or 0.0), g.faithful) for g, c in held if c.location.status == "located"]
+                report[set_name]["risk_coverage"] = risk_coverage([s for s, _ in located], [f for _, f in located])
                 report[set_name]["reliability"] = reliability([q or 0.0 for q in p], [g.faithful for g in held_golds], BANDS)
-            result["judges"][name] = report
+            result["judges"][local.name] = report
             stored[local.name] = {
                 "calibration": calibration.to_json(),
                 "fitted_on": "the even-hashed source documents of SciFact claims_train and HealthVer claims (calibrate_judges)",

@@ -22,7 +22,7 @@ from apps.pipeline.judging.checks import check
 from apps.pipeline.judging.verdicts import JudgeRequest
 from apps.pipeline.text import is_table_row, row_heading, with_heading
 from apps.pipeline.types import Judgement
-from apps.pipeline.verification import passage_window
+from apps.pipeline.verification import is_verbatim, passage_window
 from apps.pipeline.verifier import Verifier
 
 
@@ -89,6 +89,9 @@ class VerifierJudge:
     def _decide(self, request: JudgeRequest, p: dict[str, float]) -> Judgement:
         """The verdict, with 1 − p(supports) as the confidence of any verdict but `supports`, so that
         the calibration ranks every claim on p(supports) (`selective.judge_score`)."""
+        claim, passage, start, end = request
+        if is_verbatim(claim, passage[start:end]):  # no model needed: the passage says it word for word
+            return Judgement("supports", "the passage states the claim word for word", 1.0)
         veto = self._veto(request) if self.params.checks else ""
         if p["supports"] >= self.params.supports_threshold and not veto:
             return Judgement("supports", f"the verifier reads the claim in the passage (p {p['supports']:.2f})", round(p["supports"], 4))

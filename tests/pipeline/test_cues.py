@@ -56,3 +56,14 @@ def test_a_check_that_fires_vetoes_the_judges_supports():
 def test_a_number_replaced_after_a_reworded_phrase_is_still_named():
     passage = "Overall survival was longer, at 14 months in the treated group."
     assert _check("Overall survival was better, at 18 months in the treated group.", passage).renumbered == ("18", "14")
+
+
+def test_a_claim_that_is_its_quote_is_supported_without_the_model():
+    class Doubtful:
+        def support(self, pairs):
+            return [{"supports": 0.2, "contradicts": 0.3, "not_found": 0.5} for _ in pairs]
+
+    passage = "Texas 21,550 56,941 51,670 2,532 3,048 0 146,982"
+    judgement = VerifierJudge(Doubtful()).judge("Texas 21,550 56,941 51,670 2,532 3,048 0 146,982.", passage, 0, len(passage))
+    assert (judgement.verdict, judgement.score) == ("supports", 1.0)
+    assert judgement.rationale == "the passage states the claim word for word"

@@ -50,34 +50,34 @@ class Command(BaseCommand):
         started = time.perf_counter()
         sets = {name: self._load(*paths) for name, paths in SETS.items()}
         result, stored = {"target_precision": target, "judges": {}}, {}
-        for local in (grading_judge("local"),):
-            graded = {set_name: self._grade(local, golds, documents) for set_name, (golds, documents) in sets.items()}
-            scores, labels = [], []
-            for golds, predicted in graded.values():
-                for gold, claim in zip(golds, predicted, strict=True):
-                    if calibrating(gold.source_id) and claim.location.status == "located":
-                        scores.append(judge_score(claim.verdict, claim.judge_score or 0.0))
-                        labels.append(gold.faithful)
-            if not scores:
-                raise CommandError("No claim of the calibration half has a located quote: nothing to fit.")
-            calibration = fit(scores, labels)
-            thresholds = calibration.thresholds(target)
-            report = {"calibration_claims": len(scores), "verify_threshold": thresholds.verify, "flag_threshold": thresholds.flag}
-            for set_name, (golds, predicted) in graded.items():
-                held = [(g, c) for g, c in zip(golds, predicted, strict=True) if not calibrating(g.source_id)]
-                held_golds, held_claims = [g for g, _ in held], [c for _, c in held]
-                p = judge_probabilities(held_claims, calibration)
-                outcomes = [outcome(q, thresholds) for q in p]
-                report[set_name] = {"held_out_claims": len(held)} | selective_metrics(held_golds, p, outcomes)
-                located = [(judge_score(c.verdict, c.judge_score or 0.0), g.faithful) for g, c in held if c.location.status == "located"]
-                report[set_name]["risk_coverage"] = risk_coverage([s for s, _ in located], [f for _, f in located])
-                report[set_name]["reliability"] = reliability([q or 0.0 for q in p], [g.faithful for g in held_golds], BANDS)
-            result["judges"][local.name] = report
-            stored[local.name] = {
-                "calibration": calibration.to_json(),
-                "fitted_on": "the even-hashed source documents of SciFact claims_train and HealthVer claims (calibrate_judges)",
-                "claims": len(scores),
-            }
+        local = grading_judge("local")
+        graded = {set_name: self._grade(local, golds, documents) for set_name, (golds, documents) in sets.items()}
+        scores, labels = [], []
+        for golds, predicted in graded.values():
+            for gold, claim in zip(golds, predicted, strict=True):
+                if calibrating(gold.source_id) and claim.location.status == "located":
+                    scores.append(judge_score(claim.verdict, claim.judge_score or 0.0))
+                    labels.append(gold.faithful)
+        if not scores:
+            raise CommandError("No claim of the calibration half has a located quote: nothing to fit.")
+        calibration = fit(scores, labels)
+        thresholds = calibration.thresholds(target)
+        report = {"calibration_claims": len(scores), "verify_threshold": thresholds.verify, "flag_threshold": thresholds.flag}
+        for set_name, (golds, predicted) in graded.items():
+            held = [(g, c) for g, c in zip(golds, predicted, strict=True) if not calibrating(g.source_id)]
+            held_golds, held_claims = [g for g, _ in held], [c for _, c in held]
+            p = judge_probabilities(held_claims, calibration)
+            outcomes = [outcome(q, thresholds) for q in p]
+            report[set_name] = {"held_out_claims": len(held)} | selective_metrics(held_golds, p, outcomes)
+            located = [(judge_score(c.verdict, c.judge_score or 0.0), g.faithful) for g, c in held if c.location.status == "located"]
+            report[set_name]["risk_coverage"] = risk_coverage([s for s, _ in located], [f for _, f in located])
+            report[set_name]["reliability"] = reliability([q or 0.0 for q in p], [g.faithful for g in held_golds], BANDS)
+        result["judges"][local.name] = report
+        stored[local.name] = {
+            "calibration": calibration.to_json(),
+            "fitted_on": "the even-hashed source documents of SciFact claims_train and HealthVer claims (calibrate_judges)",
+            "claims": len(scores),
+        }
         if write:
             CALIBRATION_PATH.write_text(json.dumps({"judges": stored}, indent=1) + "\n", encoding="utf-8")
             progress(f"wrote {CALIBRATION_PATH}")
